@@ -1,0 +1,37 @@
+# Two entry points for a fresh machine: `make demo` and `make test`. Both build .venv.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PAPERSCOPE := $(VENV)/bin/paperscope
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint corpus bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# The CPU build first, so nothing pulls the multi-GB CUDA wheels.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+corpus: install
+	$(PY) examples/render_papers.py --out examples/pdfs
+
+demo: install
+	@test -d examples/pdfs || $(PY) examples/render_papers.py --out examples/pdfs
+	$(PAPERSCOPE) parse examples/pdfs/flashrank.pdf
+
+lint: install
+	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m mypy
+
+test: install lint
+	$(PY) -m pytest -q
+
+bench: install
+	$(PY) benchmarks/parse_bench.py
+
+clean:
+	rm -rf $(VENV) .paperscope .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,75 @@
+"""One Settings object, built from nested parts; env vars and CLI flags feed it.
+
+Environment: PAPERSCOPE_HOME, MILVUS_URI, MILVUS_TOKEN, OPENAI_BASE_URL, OPENAI_API_KEY and
+PAPERSCOPE_LLM_MODEL by their usual names; any other field as PAPERSCOPE_<PART>__<FIELD>
+(e.g. PAPERSCOPE_CHUNKING__CHUNK_SIZE=180).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ParsingSettings(_Part):
+    use_outline: bool = Field(True, description="Use the PDF outline (bookmarks) for headings when it matches the text.")
+
+
+class ChunkingSettings(_Part):
+    strategy: str = Field("recursive", description="Chunker: recursive, sliding_window, markdown, simple, parent_child.")
+    chunk_size: int = Field(200, ge=16, le=8192, description="Target chunk size in embedding-model tokens.")
+    overlap: int = Field(32, ge=0, le=1024, description="Tokens repeated when a paragraph is split across chunks.")
+    parent_size: int = Field(2000, ge=64, description="parent_child: parent size in tokens.")
+    child_size: int = Field(300, ge=16, description="parent_child: child size in tokens (capped by the model window).")
+
+
+class EmbeddingSettings(_Part):
+    model: str = Field(
+        "local",
+        description='"local" (all-MiniLM-L6-v2, offline), "sentence-transformers:<name-or-path>" or "openai:<model>".',
+    )
+    batch_size: int = Field(64, ge=1, le=4096, description="Texts embedded per batch.")
+
+
+class StoreSettings(_Part):
+    uri: str | None = Field(None, description="Milvus URI; unset = Milvus Lite file under the data directory.")
+    token: str | None = Field(None, description="Milvus token (user:password) for a server.")
+    kb: str = Field("papers", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$", description="Knowledge base name.")
+
+
+class Settings(BaseSettings):
+    """Everything paperscope can be told, in one place."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="PAPERSCOPE_", env_nested_delimiter="__", extra="forbid", populate_by_name=True
+    )
+
+    home: Path = Field(Path(".paperscope"), description="Data directory (Milvus Lite file, caches).")
+    parsing: ParsingSettings = Field(default_factory=ParsingSettings, description="PDF parsing.")
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings, description="Chunking.")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings, description="Embeddings.")
+    store: StoreSettings = Field(default_factory=StoreSettings, description="Milvus store.")
+
+    def with_overrides(self, **parts: dict[str, Any]) -> Settings:
+        """A copy with some fields of nested parts replaced, e.g. store={"kb": "x"}; None values are ignored."""
+        data = self.model_dump()
+        for part, values in parts.items():
+            data[part].update({k: v for k, v in values.items() if v is not None})
+        return Settings.model_validate(data)
+
+
+def load_settings(**parts: dict[str, Any]) -> Settings:
+    """Settings from the environment (including MILVUS_URI and friends), then overrides."""
+    import os
+
+    settings = Settings()
+    env_store = {"uri": os.environ.get("MILVUS_URI") or None, "token": os.environ.get("MILVUS_TOKEN") or None}
+    store = {**env_store, **parts.pop("store", {})}
+    return settings.with_overrides(store=store, **parts)

@@ -1,0 +1,225 @@
+"""Page geometry: visual lines, running headers/footers, margins, reading order."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+import pymupdf
+
+from .text import normalize
+
+_BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|medi|\bbx|cmbx|-b$|\.b$", re.I)
+_PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlc]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.I)
+_MARGIN = 0.08  # share of the page height where running headers and footers live
+
+
+@dataclass
+class Span:
+    """A run of text in one font."""
+
+    text: str
+    size: float
+    bold: bool
+
+
+@dataclass
+class Line:
+    """One visual line: spans on the same baseline, left to right."""
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    spans: list[Span] = field(default_factory=list)
+    column: int = 0  # 0 = left or only column, 1 = right, -1 = spans the page
+
+    @property
+    def text(self) -> str:
+        return normalize("".join(s.text for s in self.spans))
+
+    @property
+    def size(self) -> float:
+        """Font size of most of the characters."""
+        weights: Counter[float] = Counter()
+        for s in self.spans:
+            weights[round(s.size, 1)] += len(s.text.strip())
+        return weights.most_common(1)[0][0] if weights else 0.0
+
+    @property
+    def bold(self) -> bool:
+        """True when every visible character is bold."""
+        visible = [s for s in self.spans if s.text.strip()]
+        return bool(visible) and all(s.bold for s in visible)
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+
+@dataclass
+class PageLines:
+    """The lines of one page, in reading order, and the page's size."""
+
+    number: int
+    width: float
+    height: float
+    lines: list[Line]
+    two_column: bool = False
+    column_left: dict[int, float] = field(default_factory=dict)
+    column_right: dict[int, float] = field(default_factory=dict)
+
+
+def _is_bold(span: dict[str, object]) -> bool:
+    flags = int(span.get("flags", 0))  # type: ignore[call-overload]
+    return bool(flags & pymupdf.TEXT_FONT_BOLD) or bool(_BOLD_FONT.search(str(span.get("font", ""))))
+
+
+def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
+    """Horizontal text lines of a page, with PyMuPDF's lines on one baseline merged."""
+    pieces: list[Line] = []
+    data = page.get_text("dict", flags=pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP)
+    for block in data["blocks"]:
+        if block.get("type") != 0:
+            continue
+        for line in block["lines"]:
+            dx, dy = line["dir"]
+            if abs(dy) > 0.05 or dx < 0:  # rotated text: arXiv stamps, axis labels
+                continue
+            spans = [Span(s["text"], float(s["size"]), _is_bold(s)) for s in line["spans"] if s["text"]]
+            if not any(s.text.strip() for s in spans):
+                continue
+            x0, y0, x1, y1 = line["bbox"]
+            pieces.append(Line(number, x0, y0, x1, y1, spans))
+    return _merge_baselines(pieces, page.rect.width / 2)
+
+
+def _merge_baselines(pieces: list[Line], mid: float) -> list[Line]:
+    pieces.sort(key=lambda ln: (round((ln.y0 + ln.y1) / 2), ln.x0))
+    merged: list[Line] = []
+    for ln in pieces:
+        prev = merged[-1] if merged else None
+        if prev is not None:
+            same_row = abs((prev.y0 + prev.y1) / 2 - (ln.y0 + ln.y1) / 2) < 0.5 * max(prev.height, ln.height, 1)
+            gap = ln.x0 - prev.x1
+            size = max(prev.size, ln.size, 1)
+            across_gutter = prev.x1 <= mid <= ln.x0 and gap > 0.4 * size
+            if same_row and -1 <= gap < 1.5 * size and not across_gutter:
+                if gap > 0.15 * ln.size and not prev.spans[-1].text.endswith(" "):
+                    prev.spans.append(Span(" ", ln.size, ln.bold))
+                prev.spans.extend(ln.spans)
+                prev.x1 = max(prev.x1, ln.x1)
+                prev.y0, prev.y1 = min(prev.y0, ln.y0), max(prev.y1, ln.y1)
+                continue
+        merged.append(ln)
+    return merged
+
+
+def body_size(pages: list[list[Line]]) -> float:
+    """The font size most characters of the document are set in."""
+    weights: Counter[float] = Counter()
+    for lines in pages:
+        for ln in lines:
+            for s in ln.spans:
+                weights[round(s.size, 1)] += len(s.text.strip())
+    return weights.most_common(1)[0][0] if weights else 10.0
+
+
+def _signature(text: str) -> str:
+    return re.sub(r"\d+", "#", text.lower()).strip()
+
+
+def drop_page_furniture(pages: list[list[Line]], heights: list[float], body: float) -> list[list[Line]]:
+    """Remove running headers/footers, page numbers, line numbers and tiny text."""
+    n = len(pages)
+    margin_sigs: Counter[str] = Counter()
+    for lines, h in zip(pages, heights, strict=True):
+        sigs = {_signature(ln.text) for ln in lines if _in_margin(ln, h)}
+        margin_sigs.update(sigs)
+    repeated = {s for s, c in margin_sigs.items() if c >= max(2, 0.3 * n)}
+    kept: list[list[Line]] = []
+    for lines, h in zip(pages, heights, strict=True):
+        edges = _text_edges(lines, body)
+        out = []
+        for ln in lines:
+            text = ln.text
+            if not text:
+                continue
+            if ln.size < 0.7 * body:  # figure labels, stray superscripts
+                continue
+            if _in_margin(ln, h) and (_signature(text) in repeated or _PAGE_NUMBER.match(text)):
+                continue
+            if _is_line_number(ln, edges):
+                continue
+            out.append(ln)
+        kept.append(out)
+    return kept
+
+
+def _in_margin(ln: Line, height: float) -> bool:
+    return ln.y1 < height * _MARGIN or ln.y0 > height * (1 - _MARGIN)
+
+
+def _text_edges(lines: list[Line], body: float) -> tuple[float, float]:
+    wide = [ln for ln in lines if abs(ln.size - body) < 0.6 and len(ln.text) > 25]
+    if not wide:
+        return (0.0, 1e9)
+    return (min(ln.x0 for ln in wide), max(ln.x1 for ln in wide))
+
+
+def _is_line_number(ln: Line, edges: tuple[float, float]) -> bool:
+    # Review copies number every line in the margin, outside the text block.
+    return bool(re.fullmatch(r"\d{1,4}", ln.text)) and (ln.x1 <= edges[0] + 2 or ln.x0 >= edges[1] - 2)
+
+
+def order_page(lines: list[Line], number: int, width: float, height: float, body: float) -> PageLines:
+    """Put a page's lines in reading order: column by column between full-width lines."""
+    mid = width / 2
+    slack = 0.02 * width
+
+    def column_of(ln: Line) -> int:
+        if ln.x1 <= mid + slack:
+            return 0
+        if ln.x0 >= mid - slack:
+            return 1
+        return -1
+
+    wide_left = sum(1 for ln in lines if column_of(ln) == 0 and ln.x1 - ln.x0 > 0.28 * width)
+    wide_right = sum(1 for ln in lines if column_of(ln) == 1 and ln.x1 - ln.x0 > 0.28 * width)
+    two_column = wide_left >= 3 and wide_right >= 3
+    page = PageLines(number, width, height, [], two_column)
+    if not two_column:
+        page.lines = sorted(lines, key=lambda ln: (ln.y0, ln.x0))
+        for ln in page.lines:
+            ln.column = 0
+        _column_edges(page, body)
+        return page
+
+    ordered: list[Line] = []
+    band: list[Line] = []
+
+    def flush() -> None:
+        for col in (0, 1):
+            ordered.extend(sorted((ln for ln in band if ln.column == col), key=lambda ln: (ln.y0, ln.x0)))
+        band.clear()
+
+    for ln in sorted(lines, key=lambda ln: (ln.y0, ln.x0)):
+        ln.column = column_of(ln)
+        if ln.column == -1:
+            flush()
+            ordered.append(ln)
+        else:
+            band.append(ln)
+    flush()
+    page.lines = ordered
+    _column_edges(page, body)
+    return page
+
+
+def _column_edges(page: PageLines, body: float) -> None:
+    for col in (-1, 0, 1):
+        body_lines = [ln for ln in page.lines if ln.column == col and abs(ln.size - body) < 0.6]
+        if body_lines:
+            page.column_left[col] = Counter(round(ln.x0) for ln in body_lines).most_common(1)[0][0]
+            page.column_right[col] = max(ln.x1 for ln in body_lines)

@@ -1,0 +1,111 @@
+"""parse_markdown: Markdown (or plain text) -> Paper. `#`/`##` headings become sections."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ParseError
+from .blocks import CAPTION
+from .metadata import year_from
+from .models import Paper
+from .structure import Heading, Item, Text, assemble
+from .text import normalize
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
+
+
+def parse_markdown(source: str | Path, *, title: str | None = None) -> Paper:
+    """Parse Markdown given as a path or as the text itself.
+
+    A single leading `#` heading is the title and `##` the top-level sections;
+    otherwise the shallowest heading depth is the top level. YAML front matter may
+    give title, authors, year, venue and arxiv.
+    """
+    path: Path | None = None
+    if isinstance(source, Path) or (len(source) < 4096 and "\n" not in source and Path(source).is_file()):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParseError(path, f"cannot read as UTF-8 text: {exc}") from exc
+    else:
+        text = str(source)
+    name = path if path is not None else Path("<text>")
+    if not text.strip():
+        raise ParseError(name, "empty file")
+
+    meta: dict[str, Any] = {}
+    if m := _FRONT.match(text):
+        try:
+            loaded = yaml.safe_load(m.group(1))
+        except yaml.YAMLError as exc:
+            raise ParseError(name, f"invalid YAML front matter: {exc}") from exc
+        meta = loaded if isinstance(loaded, dict) else {}
+        text = text[m.end() :]
+
+    blocks = _blocks(text)
+    headings = [(depth, t) for kind, depth, t in blocks if kind == "heading"]
+    md_title: str | None = None
+    if headings and headings[0][0] == 1 and sum(1 for d, _ in headings if d == 1) == 1:
+        md_title = headings[0][1]
+        blocks = [b for b in blocks if not (b[0] == "heading" and b[1] == 1)]
+        headings = headings[1:]
+    top = min((d for d, _ in headings), default=1)
+
+    items: list[Item] = []
+    for kind, depth, body in blocks:
+        if kind == "heading":
+            items.append(Heading(body, 1, depth - top))
+        else:
+            items.append(Text(body, 1, 1, "caption" if kind == "caption" else "body"))
+    front_text = " ".join(str(meta.get(k, "")) for k in ("venue", "arxiv", "year"))
+    if meta.get("arxiv"):
+        front_text += f" arXiv:{meta['arxiv']}"
+    year = meta.get("year") if isinstance(meta.get("year"), int) else year_from(front_text, None)
+    authors = meta.get("authors") or []
+    if isinstance(authors, str):
+        authors = [a.strip() for a in re.split(r",|;| and ", authors) if a.strip()]
+    paper_title = title or str(meta.get("title") or md_title or (path.stem if path else "Untitled"))
+    return assemble(
+        items,
+        title=normalize(paper_title),
+        authors=[str(a) for a in authors],
+        year=year,
+        pages=1,
+        source=str(path) if path else "",
+    )
+
+
+def _blocks(text: str) -> list[tuple[str, int, str]]:
+    """(kind, heading depth, text) for each heading, paragraph and caption; tables join captions."""
+    out: list[tuple[str, int, str]] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            joined = normalize(re.sub(r"\*\*(.+?)\*\*", r"\1", " ".join(para)))
+            out.append(("caption" if CAPTION.match(joined) else "body", 0, joined))
+            para.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if m := _HEADING.match(line):
+            flush()
+            out.append(("heading", len(m.group(1)), normalize(m.group(2))))
+        elif line.startswith("|") and (para or (out and out[-1][0] == "caption")):
+            cells = " ".join(c.strip() for c in line.strip("|").split("|") if c.strip())
+            if para:
+                flush()
+            kind, depth, prev = out[-1]
+            out[-1] = (kind, depth, f"{prev} {cells}")
+        elif not line:
+            flush()
+        else:
+            para.append(line)
+    flush()
+    return out

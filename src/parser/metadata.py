@@ -1,0 +1,96 @@
+"""Paper metadata: title, authors and year from PDF metadata and page 1."""
+
+from __future__ import annotations
+
+import re
+
+from .layout import Line
+from .text import normalize
+
+_JUNK_TITLE = re.compile(
+    r"(microsoft\s+word|\.docx?$|\.tex$|\.pdf$|^untitled|template|^title$|^paper$|^main$|^draft|"
+    r"^[\w\-]+\.\w{2,4}$|^doi:|^arxiv:|^\d)",
+    re.I,
+)
+_VENUES = (
+    r"NeurIPS|NIPS|ICML|ICLR|ACL|EMNLP|NAACL|EACL|COLING|COLM|AAAI|IJCAI|KDD|SIGIR|WSDM|WWW|CIKM|ECIR|"
+    r"CVPR|ICCV|ECCV|CHI|UIST|CSCW|OSDI|SOSP|NSDI|EuroSys|MLSys|VLDB|SIGMOD|ICDE|TACL|JMLR|UAI|AISTATS|"
+    r"Interspeech|ICASSP|RecSys|TREC|CLEF|LREC|ISWC|JCDL"
+)
+_VENUE_YEAR = re.compile(rf"\b(?:{_VENUES})\s*['\u2019]?\s*((?:19|20)\d{{2}}|\d{{2}})\b")
+_ARXIV = re.compile(r"arXiv:\s*(\d{2})(\d{2})\.\d{4,5}", re.I)
+_PROCEEDINGS = re.compile(r"\b(?:Proceedings|Conference|Symposium|Workshop)\b.*?\b((?:19|20)\d{2})\b")
+_COPYRIGHT = re.compile(r"(?:\u00a9|\(c\)|copyright)\s*((?:19|20)\d{2})", re.I)
+
+
+def metadata_title(meta: dict[str, str] | None, page_one_text: str) -> str | None:
+    """The metadata title when it is a real one (not a file name, present on page 1)."""
+    title = normalize((meta or {}).get("title") or "")
+    if len(title.split()) < 3 or _JUNK_TITLE.search(title):
+        return None
+    words = [w for w in re.findall(r"[a-z]{4,}", title.lower())]
+    page = page_one_text.lower()
+    if words and sum(w in page for w in words) < 0.6 * len(words):
+        return None
+    return title
+
+
+def title_lines(lines: list[Line], page_height: float) -> list[Line]:
+    """The lines set in the largest type near the top of page 1."""
+    # Logos and teaser figures further down can carry bigger type than the title.
+    top = [ln for ln in lines if ln.y0 < page_height * 0.3 and len(ln.text) > 1]
+    candidates = [ln for ln in top if re.search(r"[A-Za-z]{3}", ln.text)]
+    if not candidates:
+        return []
+    biggest = max(ln.size for ln in candidates)
+    first = next(i for i, ln in enumerate(top) if ln.size == biggest and ln in candidates)
+    chosen = [top[first]]
+    for ln in top[first + 1 :]:
+        if abs(ln.size - biggest) < 0.3 and -0.5 * biggest <= ln.y0 - chosen[-1].y1 < 1.2 * biggest:
+            chosen.append(ln)
+        else:
+            break
+    return chosen
+
+
+def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[str]:
+    """Authors from metadata, else from the line(s) right below the title."""
+    raw = normalize((meta or {}).get("author") or "")
+    if raw and not _JUNK_TITLE.search(raw) and len(raw) < 400:
+        parts = re.split(r"\s*(?:;|,|\band\b|&)\s*", raw)
+        names = [p for p in (x.strip() for x in parts) if _looks_like_name(p)]
+        if names:
+            return names
+    for ln in after_title[:3]:
+        text = re.sub(r"[\d\u2020\u2021*\u00a7\u00b6\u2660-\u2667,]+(?=\s|,|$)", ",", ln.text)
+        parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", text)
+        names = [p.strip() for p in parts if _looks_like_name(p.strip())]
+        if len(names) >= 1 and len(names) >= 0.6 * len([p for p in parts if p.strip()]):
+            return names
+    return []
+
+
+def _looks_like_name(text: str) -> bool:
+    words = text.split()
+    return (
+        2 <= len(words) <= 5
+        and all(w[0].isupper() for w in words if w[0].isalpha())
+        and not re.search(r"@|university|institute|department|lab\b|inc\.|school|college|\d", text, re.I)
+    )
+
+
+def year_from(page_one_text: str, meta: dict[str, str] | None) -> int | None:
+    """Publication year: arXiv id, venue line, proceedings line, then metadata dates."""
+    if m := _ARXIV.search(page_one_text):
+        return 2000 + int(m.group(1))
+    if m := _VENUE_YEAR.search(page_one_text):
+        y = int(m.group(1))
+        return y if y > 100 else 2000 + y if y < 50 else 1900 + y
+    if m := _PROCEEDINGS.search(page_one_text):
+        return int(m.group(1))
+    if m := _COPYRIGHT.search(page_one_text):
+        return int(m.group(1))
+    for key in ("creationDate", "modDate"):
+        if m := re.match(r"D:((?:19|20)\d{2})", (meta or {}).get(key) or ""):
+            return int(m.group(1))
+    return None

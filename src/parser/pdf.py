@@ -1,0 +1,161 @@
+"""parse_pdf: a PDF file -> Paper, with its real structure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pymupdf
+
+from ..errors import ParseError
+from .blocks import Block, build_blocks, heading_candidate, paragraph_text, toc_headings
+from .categories import match_category
+from .layout import PageLines, body_size, drop_page_furniture, order_page, raw_lines
+from .metadata import authors_from, metadata_title, title_lines, year_from
+from .models import Paper
+from .structure import Heading, Item, Text, assemble
+from .text import normalize, vocabulary
+
+MAX_PAGES = 500
+
+
+def parse_pdf(path: str | Path, *, title: str | None = None, use_outline: bool = True) -> Paper:
+    """Parse a PDF into a Paper. `title` overrides the detected title.
+
+    Raises ParseError (naming the file) for anything that is not a readable, text-bearing PDF.
+    """
+    path = Path(path)
+    doc = open_pdf(path)
+    with doc:
+        try:
+            return _parse(doc, path, title, use_outline)
+        except ParseError:
+            raise
+        except (RuntimeError, ValueError) as exc:  # MuPDF errors surface as these
+            raise ParseError(path, f"damaged PDF: {exc}") from exc
+
+
+def open_pdf(path: Path) -> pymupdf.Document:
+    """Open a PDF, turning every way it can be unusable into a ParseError."""
+    if not path.is_file():
+        raise ParseError(path, "file not found")
+    size = path.stat().st_size
+    if size == 0:
+        raise ParseError(path, "empty file")
+    with path.open("rb") as fh:
+        head = fh.read(1024)
+        fh.seek(max(0, size - 4096))
+        tail = fh.read()
+    if b"%PDF-" not in head:
+        raise ParseError(path, "not a PDF (no %PDF header)")
+    if b"%%EOF" not in tail:
+        raise ParseError(path, "truncated PDF (no %%EOF marker at the end of the file)")
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as exc:  # MuPDF raises several types for corrupt input
+        raise ParseError(path, f"corrupt PDF: {exc}") from exc
+    if doc.needs_pass:
+        doc.close()
+        raise ParseError(path, "encrypted PDF (a password is required)")
+    if doc.page_count == 0:
+        doc.close()
+        raise ParseError(path, "corrupt PDF: no pages")
+    if doc.page_count > MAX_PAGES:
+        doc.close()
+        raise ParseError(path, f"too many pages ({doc.page_count} > {MAX_PAGES})")
+    return doc
+
+
+def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bool) -> Paper:
+    raw = []
+    for i, page in enumerate(doc):
+        try:
+            raw.append(raw_lines(page, i + 1))
+        except Exception as exc:
+            raise ParseError(path, f"page {i + 1}: cannot extract text ({exc})") from exc
+    if sum(len(ln.text) for lines in raw for ln in lines) < 50:
+        raise ParseError(path, "no extractable text (a scanned PDF?); OCR is not supported")
+    body = body_size(raw)
+    heights = [page.rect.height for page in doc]
+    cleaned = drop_page_furniture(raw, heights, body)
+    pages = [
+        order_page(lines, i + 1, doc[i].rect.width, heights[i], body) for i, lines in enumerate(cleaned)
+    ]
+
+    meta = doc.metadata or {}
+    page_one = normalize(doc[0].get_text())
+    found_title = title_lines(pages[0].lines, heights[0])
+    for ln in found_title:
+        pages[0].lines.remove(ln)
+    after_title = pages[0].lines[:4]
+    paper_title = (
+        title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
+    )
+
+    toc = doc.get_toc() if use_outline else []
+    outline = toc_headings(pages, toc) if toc else None
+    blocks = build_blocks(pages, body, outline)
+    if outline is None:
+        _demote_front_matter(blocks)
+    blocks = _drop_footnotes(_attach_tables(blocks), body, heights)
+    vocab = vocabulary(ln.text for p in pages for ln in p.lines)
+    items: list[Item] = []
+    for b in blocks:
+        if b.kind == "heading":
+            items.append(Heading(b.text, b.page, b.level, b.size))
+        else:
+            items.append(Text(paragraph_text(b, vocab), b.page, b.page_end, "caption" if b.kind == "caption" else "body"))
+    return assemble(
+        items,
+        title=normalize(paper_title),
+        authors=authors_from(meta, after_title),
+        year=year_from(page_one, meta),
+        pages=doc.page_count,
+        source=str(path),
+    )
+
+
+def _demote_front_matter(blocks: list[Block]) -> None:
+    """Before the first real heading (numbered or named), big bold lines are front matter."""
+    for b in blocks:
+        if b.kind != "heading":
+            continue
+        num = b.numbering
+        assert num is not None
+        if (num.number is not None and num.style != "letter") or match_category(num.name) is not None:
+            return
+        b.kind = "body"
+
+
+def _attach_tables(blocks: list[Block]) -> list[Block]:
+    """Table cells that follow a "Table N" caption in small type join the caption."""
+    out: list[Block] = []
+    for b in blocks:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.kind == "caption"
+            and re.match(r"(?i)table", prev.lines[0].text)
+            and b.kind == "body"
+            and b.size <= prev.size + 0.3
+            and b.page == prev.page_end
+        ):
+            prev.lines.extend(b.lines)
+            continue
+        out.append(b)
+    return out
+
+
+def _drop_footnotes(blocks: list[Block], body: float, heights: list[float]) -> list[Block]:
+    """Small-type body blocks low on a page are footnotes: not part of the running text."""
+    kept = []
+    for b in blocks:
+        first = b.lines[0]
+        low = first.y0 > 0.7 * heights[first.page - 1]
+        if b.kind == "body" and b.size < 0.92 * body and low:
+            continue
+        kept.append(b)
+    return kept
+
+
+__all__ = ["parse_pdf", "open_pdf", "heading_candidate", "PageLines"]

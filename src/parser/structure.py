@@ -1,0 +1,191 @@
+"""Assemble a Paper from headings and text blocks in reading order (PDF and Markdown alike)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .categories import HeadingInfo, classify_sections, match_category
+from .models import Paper, Paragraph, Section
+from .models import SectionCategory as Cat
+from .numbering import Numbering, parse_heading
+
+_RUN_IN_ABSTRACT = re.compile(r"^abstract(?:\s*[\u2014\u2013\-:.]+\s*|\s+(?=[A-Z]))", re.I)
+_KEYWORDS = re.compile(r"^(keywords|key\s*words|index\s+terms|ccs\s+concepts|acm\s+reference)", re.I)
+
+
+@dataclass
+class Heading:
+    """A section heading as found in the source."""
+
+    text: str
+    page: int
+    level: int | None = None  # given by the source (outline, Markdown depth), else inferred
+    size: float = 0.0
+    numbering: Numbering = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.numbering = parse_heading(self.text)
+
+
+@dataclass
+class Text:
+    """A paragraph or caption as found in the source."""
+
+    text: str
+    page: int
+    page_end: int
+    kind: Literal["body", "caption"] = "body"
+
+
+Item = Heading | Text
+
+
+def assemble(
+    items: list[Item], *, title: str, authors: list[str], year: int | None, pages: int, source: str
+) -> Paper:
+    """Build the section tree, categories, abstract and caption links."""
+    first_heading = next((i for i, it in enumerate(items) if isinstance(it, Heading)), len(items))
+    front = [it for it in items[:first_heading] if isinstance(it, Text)]
+    body = items[first_heading:]
+    has_abstract_heading = any(
+        isinstance(it, Heading) and match_category(it.numbering.name) is Cat.ABSTRACT for it in body
+    )
+    if not has_abstract_heading:
+        abstract = _abstract_from_front(front)
+        if abstract:
+            body = [Heading("Abstract", abstract[0].page, 0), *abstract, *body]
+    if not any(isinstance(it, Heading) for it in body):
+        body = [Heading("Text", body[0].page if body else 1, 0), *body]
+
+    headings = [it for it in body if isinstance(it, Heading)]
+    sections = _sections(headings)
+    paragraphs: list[Paragraph] = []
+    current = -1
+    for it in body:
+        if isinstance(it, Heading):
+            current += 1
+            continue
+        paragraphs.append(
+            Paragraph(text=it.text, page=it.page, page_end=it.page_end, section_id=current, kind=it.kind)
+        )
+    _tie_captions(paragraphs)
+    abstract_text = " ".join(
+        p.text for p in paragraphs if sections[p.section_id].category is Cat.ABSTRACT and p.kind == "body"
+    )
+    return Paper(
+        title=title,
+        authors=authors,
+        year=year,
+        abstract=abstract_text,
+        pages=pages,
+        source=source,
+        sections=sections,
+        paragraphs=paragraphs,
+    )
+
+
+def _abstract_from_front(front: list[Text]) -> list[Text]:
+    """Abstract paragraphs from the front matter: a run-in "Abstract—" or the longest block."""
+    for i, t in enumerate(front):
+        m = _RUN_IN_ABSTRACT.match(t.text)
+        if m and len(t.text) > m.end() + 20:
+            rest = [x for x in front[i + 1 :] if not _KEYWORDS.match(x.text) and len(x.text.split()) >= 25]
+            return [Text(t.text[m.end() :], t.page, t.page_end), *rest]
+    long = [t for t in front if t.kind == "body" and len(t.text.split()) >= 60]
+    return [max(long, key=lambda t: len(t.text))] if long else []
+
+
+def _sections(headings: list[Heading]) -> list[Section]:
+    roman_paper = any(h.numbering.style == "roman" for h in headings)
+    levels: list[int] = []
+    numbers: list[str | None] = []
+    appendix: list[bool] = []
+    names: list[str] = []
+    after_refs = False
+    size_level = _levels_by_size(headings)
+    for h in headings:
+        num = h.numbering
+        number, name, depth, is_appendix = num.number, num.name, num.depth, num.style == "appendix"
+        if num.style == "letter":
+            if roman_paper:
+                depth = 1
+            elif after_refs or (appendix and appendix[-1]):
+                is_appendix = True
+            else:
+                number, name, depth = None, h.text, 0
+        if h.level is not None:
+            level = h.level
+        elif number is not None:
+            level = depth
+        else:
+            level = size_level.get(round(h.size, 1), 0)
+        prev = levels[-1] if levels else -1
+        level = max(0, min(level, prev + 1))
+        if level == 0 and match_category(name) is Cat.OTHER and re.search(r"referenc|bibliograph", name, re.I):
+            after_refs = True
+        levels.append(level)
+        numbers.append(number)
+        appendix.append(is_appendix or (level > 0 and bool(appendix) and _parent_appendix(levels, appendix)))
+        names.append(name)
+
+    parents: list[int | None] = []
+    for i, level in enumerate(levels):
+        parents.append(next((j for j in range(i - 1, -1, -1) if levels[j] < level), None))
+    infos = [HeadingInfo(names[i], levels[i], parents[i], appendix[i]) for i in range(len(headings))]
+    cats = classify_sections(infos)
+    return [
+        Section(
+            id=i,
+            title=headings[i].text,
+            number=numbers[i],
+            level=levels[i],
+            category=cats[i],
+            page=headings[i].page,
+            parent_id=parents[i],
+        )
+        for i in range(len(headings))
+    ]
+
+
+def _levels_by_size(headings: list[Heading]) -> dict[float, int]:
+    """Level of an unnumbered heading from its type size.
+
+    A size used by numbered headings takes their level; the other sizes are ranked
+    below the largest, biggest first (at most three levels).
+    """
+    known: dict[float, int] = {}
+    for h in headings:
+        if h.size and h.numbering.number is not None and h.numbering.style in ("arabic", "roman"):
+            known.setdefault(round(h.size, 1), h.numbering.depth)
+    # The abstract heading is often styled on its own; it says nothing about levels.
+    ranked = [h for h in headings if h.size and match_category(h.numbering.name) is not Cat.ABSTRACT]
+    others = sorted({round(h.size, 1) for h in ranked if round(h.size, 1) not in known}, reverse=True)
+    for size in others:
+        bigger = [lvl for s, lvl in known.items() if s > size]
+        known[size] = min(2, max(bigger) + 1) if bigger else 0
+    return known
+
+
+def _parent_appendix(levels: list[int], appendix: list[bool]) -> bool:
+    level = levels[-1]
+    for j in range(len(appendix) - 1, -1, -1):
+        if levels[j] < level:
+            return appendix[j]
+    return False
+
+
+def _tie_captions(paragraphs: list[Paragraph]) -> None:
+    """Attach each caption to the nearest body paragraph of its section (before, else after)."""
+    for i, p in enumerate(paragraphs):
+        if p.kind != "caption":
+            continue
+        before = next(
+            (q for q in reversed(paragraphs[:i]) if q.section_id != p.section_id or q.kind == "body"), None
+        )
+        after = next((q for q in paragraphs[i + 1 :] if q.section_id != p.section_id or q.kind == "body"), None)
+        for q in (before, after):
+            if q is not None and q.section_id == p.section_id and q.kind == "body":
+                q.captions.append(p.text)
+                break

