@@ -11,7 +11,7 @@ from .text import normalize
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|medi|\bbx|cmbx|-b$|\.b$", re.I)
 _PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlc]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.I)
-_MARGIN = 0.08  # share of the page height where running headers and footers live
+_MARGIN = 0.12  # share of the page height where running headers and footers live
 
 
 @dataclass
@@ -105,7 +105,11 @@ def _merge_baselines(pieces: list[Line], mid: float) -> list[Line]:
             gap = ln.x0 - prev.x1
             size = max(prev.size, ln.size, 1)
             across_gutter = prev.x1 <= mid <= ln.x0 and gap > 0.4 * size
-            if same_row and -1 <= gap < 1.5 * size and not across_gutter:
+            # Review line numbers sit right next to the text, in smaller type: keep them apart.
+            margin_number = any(
+                re.fullmatch(r"\d{1,4}", x.text) and x.size < 0.85 * y.size for x, y in ((prev, ln), (ln, prev))
+            )
+            if same_row and -1 <= gap < 1.5 * size and not across_gutter and not margin_number:
                 if gap > 0.15 * ln.size and not prev.spans[-1].text.endswith(" "):
                     prev.spans.append(Span(" ", ln.size, ln.bold))
                 prev.spans.extend(ln.spans)
@@ -204,8 +208,10 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
             ordered.extend(sorted((ln for ln in band if ln.column == col), key=lambda ln: (ln.y0, ln.x0)))
         band.clear()
 
-    for ln in sorted(lines, key=lambda ln: (ln.y0, ln.x0)):
+    for ln in lines:
         ln.column = column_of(ln)
+    _widen_full_width_blocks(lines, body)
+    for ln in sorted(lines, key=lambda ln: (ln.y0, ln.x0)):
         if ln.column == -1:
             flush()
             ordered.append(ln)
@@ -215,6 +221,25 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     page.lines = ordered
     _column_edges(page, body)
     return page
+
+
+def _widen_full_width_blocks(lines: list[Line], body: float) -> None:
+    """Small type stacked against a full-width line belongs to it (a wide table or caption).
+
+    The cells of a table spanning both columns each fit in one column; left alone they
+    would be read column by column, splitting the table's rows.
+    """
+    changed = True
+    while changed:
+        changed = False
+        wide = [ln for ln in lines if ln.column == -1]
+        for ln in lines:
+            if ln.column == -1 or ln.size > body - 0.4:
+                continue
+            if any(-1.5 * ln.size < ln.y0 - w.y1 < 1.5 * ln.size or -1.5 * ln.size < w.y0 - ln.y1 < 1.5 * ln.size
+                   for w in wide if w.size < body - 0.4):
+                ln.column = -1
+                changed = True
 
 
 def _column_edges(page: PageLines, body: float) -> None:

@@ -80,13 +80,19 @@ def _looks_like_name(text: str) -> bool:
 
 
 def year_from(page_one_text: str, meta: dict[str, str] | None) -> int | None:
-    """Publication year: arXiv id, venue line, proceedings line, then metadata dates."""
-    if m := _ARXIV.search(page_one_text):
-        return 2000 + int(m.group(1))
-    if m := _VENUE_YEAR.search(page_one_text):
+    """Publication year: a venue line, an arXiv id, a proceedings or copyright line, then metadata dates.
+
+    The venue (publication) wins over the arXiv id (first preprint). Venues are looked for
+    only in the front matter and footer of page 1, not in citations of the introduction.
+    """
+    intro = re.search(r"\bintroduction\b", page_one_text, re.I)
+    front = page_one_text[: intro.start() if intro else 1500] + " " + page_one_text[-400:]
+    if m := _VENUE_YEAR.search(front):
         y = int(m.group(1))
         return y if y > 100 else 2000 + y if y < 50 else 1900 + y
-    if m := _PROCEEDINGS.search(page_one_text):
+    if m := _ARXIV.search(page_one_text):
+        return 2000 + int(m.group(1))
+    if m := _PROCEEDINGS.search(front):
         return int(m.group(1))
     if m := _COPYRIGHT.search(page_one_text):
         return int(m.group(1))

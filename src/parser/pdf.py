@@ -17,6 +17,8 @@ from .structure import Heading, Item, Text, assemble
 from .text import normalize, vocabulary
 
 MAX_PAGES = 500
+# "1 https://...", "*Equal contribution", "†Work done at ..." -- but not "[5] A. Author ...".
+_FOOTNOTE_MARK = re.compile(r"^(\d{1,2}\s?[A-Za-z]|[*\u2217\u2020\u2021\u00a7\u00b6])")
 
 
 def parse_pdf(path: str | Path, *, title: str | None = None, use_outline: bool = True) -> Paper:
@@ -130,20 +132,27 @@ def _demote_front_matter(blocks: list[Block]) -> None:
 def _attach_tables(blocks: list[Block]) -> list[Block]:
     """Table cells that follow a "Table N" caption in small type join the caption."""
     out: list[Block] = []
+    table: Block | None = None
     for b in blocks:
-        prev = out[-1] if out else None
-        if (
-            prev is not None
-            and prev.kind == "caption"
-            and re.match(r"(?i)table", prev.lines[0].text)
-            and b.kind == "body"
-            and b.size <= prev.size + 0.3
-            and b.page == prev.page_end
-        ):
-            prev.lines.extend(b.lines)
+        if b.kind == "caption":
+            table = b if re.match(r"(?i)table", b.lines[0].text) else None
+        elif table is not None and b.kind == "body" and _continues_table(table, b):
+            table.lines.extend(b.lines)
             continue
+        else:
+            table = None
         out.append(b)
     return out
+
+
+def _continues_table(table: Block, b: Block) -> bool:
+    last, first = table.lines[-1], b.lines[0]
+    return (
+        b.size <= table.size + 0.3
+        and first.page == last.page
+        and first.column == last.column
+        and -2 * b.size < first.y0 - last.y1 < 3 * b.size
+    )
 
 
 def _drop_footnotes(blocks: list[Block], body: float, heights: list[float]) -> list[Block]:
@@ -152,7 +161,8 @@ def _drop_footnotes(blocks: list[Block], body: float, heights: list[float]) -> l
     for b in blocks:
         first = b.lines[0]
         low = first.y0 > 0.7 * heights[first.page - 1]
-        if b.kind == "body" and b.size < 0.92 * body and low:
+        marked = bool(_FOOTNOTE_MARK.match(first.text))
+        if b.kind == "body" and b.size < 0.92 * body and low and marked:
             continue
         kept.append(b)
     return kept
