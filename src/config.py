@@ -19,11 +19,15 @@ class _Part(BaseModel):
 
 
 class ParsingSettings(_Part):
-    use_outline: bool = Field(True, description="Use the PDF outline (bookmarks) for headings when it matches the text.")
+    use_outline: bool = Field(
+        True, description="Use the PDF outline (bookmarks) for headings when it matches the text."
+    )
 
 
 class ChunkingSettings(_Part):
-    strategy: str = Field("recursive", description="Chunker: recursive, sliding_window, markdown, simple, parent_child.")
+    strategy: str = Field(
+        "recursive", description="Chunker: recursive, sliding_window, markdown, simple, parent_child."
+    )
     chunk_size: int = Field(200, ge=16, le=8192, description="Target chunk size in embedding-model tokens.")
     overlap: int = Field(32, ge=0, le=1024, description="Tokens repeated when a paragraph is split across chunks.")
     parent_size: int = Field(2000, ge=64, description="parent_child: parent size in tokens.")

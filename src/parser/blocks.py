@@ -69,9 +69,7 @@ def heading_candidate(ln: Line, body: float) -> Numbering | None:
     return None
 
 
-def toc_headings(
-    pages: list[PageLines], toc: list[list[object]]
-) -> dict[int, tuple[int, int]] | None:
+def toc_headings(pages: list[PageLines], toc: list[list[object]]) -> dict[int, tuple[int, int]] | None:
     """Match PDF outline entries to lines: {id(first line): (level, n_lines)}, or None.
 
     Returns None when the outline does not match the text well enough to trust it.
@@ -135,9 +133,7 @@ def build_blocks(pages: list[PageLines], body: float, outline: dict[int, tuple[i
             i += n_lines
             continue
         prev = blocks[-1] if blocks else None
-        starts_caption = bool(CAPTION.match(ln.text)) or (
-            bool(_CAPTION_LOOSE.match(ln.text)) and ln.size < 0.97 * body
-        )
+        starts_caption = bool(CAPTION.match(ln.text)) or (bool(_CAPTION_LOOSE.match(ln.text)) and ln.size < 0.97 * body)
         if prev is None or prev.kind == "heading" or starts_caption or _breaks(prev.lines[-1], ln, page_of):
             blocks.append(Block("caption" if starts_caption else "body", [ln]))
         else:
@@ -174,7 +170,7 @@ def _heading_at(
         nxt, last = lines[i + n_lines], lines[i + n_lines - 1]
         same_style = nxt.bold == ln.bold and abs(nxt.size - ln.size) < 0.3 and nxt.page == ln.page
         close = 0 <= nxt.y0 - last.y1 < 0.8 * ln.size
-        if not (same_style and close) or heading_candidate(nxt, body) is not None and parse_heading(nxt.text).number:
+        if not (same_style and close) or (heading_candidate(nxt, body) is not None and parse_heading(nxt.text).number):
             break
         n_lines += 1
     if n_lines > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+
 import pymupdf
 
 from .text import normalize
@@ -236,8 +237,11 @@ def _widen_full_width_blocks(lines: list[Line], body: float) -> None:
         for ln in lines:
             if ln.column == -1 or ln.size > body - 0.4:
                 continue
-            if any(-1.5 * ln.size < ln.y0 - w.y1 < 1.5 * ln.size or -1.5 * ln.size < w.y0 - ln.y1 < 1.5 * ln.size
-                   for w in wide if w.size < body - 0.4):
+            if any(
+                -1.5 * ln.size < ln.y0 - w.y1 < 1.5 * ln.size or -1.5 * ln.size < w.y0 - ln.y1 < 1.5 * ln.size
+                for w in wide
+                if w.size < body - 0.4
+            ):
                 ln.column = -1
                 changed = True
 

@@ -50,9 +50,7 @@ class Paragraph(BaseModel):
     page_end: int = Field(description="1-based page where the block ends.")
     section_id: int = Field(description="id of the section the block belongs to.")
     kind: Literal["body", "caption"] = "body"
-    captions: list[str] = Field(
-        default_factory=list, description="Figure/table captions tied to this body paragraph."
-    )
+    captions: list[str] = Field(default_factory=list, description="Figure/table captions tied to this body paragraph.")
 
 
 class Paper(BaseModel):

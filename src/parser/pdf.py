@@ -80,9 +80,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     body = body_size(raw)
     heights = [page.rect.height for page in doc]
     cleaned = drop_page_furniture(raw, heights, body)
-    pages = [
-        order_page(lines, i + 1, doc[i].rect.width, heights[i], body) for i, lines in enumerate(cleaned)
-    ]
+    pages = [order_page(lines, i + 1, doc[i].rect.width, heights[i], body) for i, lines in enumerate(cleaned)]
 
     meta = doc.metadata or {}
     page_one = normalize(doc[0].get_text())
@@ -90,9 +88,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     for ln in found_title:
         pages[0].lines.remove(ln)
     after_title = pages[0].lines[:4]
-    paper_title = (
-        title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
-    )
+    paper_title = title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
 
     toc = doc.get_toc() if use_outline else []
     outline = toc_headings(pages, toc) if toc else None
@@ -106,7 +102,9 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
         if b.kind == "heading":
             items.append(Heading(b.text, b.page, b.level, b.size))
         else:
-            items.append(Text(paragraph_text(b, vocab), b.page, b.page_end, "caption" if b.kind == "caption" else "body"))
+            items.append(
+                Text(paragraph_text(b, vocab), b.page, b.page_end, "caption" if b.kind == "caption" else "body")
+            )
     return assemble(
         items,
         title=normalize(paper_title),
@@ -168,4 +166,4 @@ def _drop_footnotes(blocks: list[Block], body: float, heights: list[float]) -> l
     return kept
 
 
-__all__ = ["parse_pdf", "open_pdf", "heading_candidate", "PageLines"]
+__all__ = ["PageLines", "heading_candidate", "open_pdf", "parse_pdf"]

@@ -42,11 +42,11 @@ class Text:
 Item = Heading | Text
 
 
-def assemble(
-    items: list[Item], *, title: str, authors: list[str], year: int | None, pages: int, source: str
-) -> Paper:
+def assemble(items: list[Item], *, title: str, authors: list[str], year: int | None, pages: int, source: str) -> Paper:
     """Build the section tree, categories, abstract and caption links."""
     first_heading = next((i for i, it in enumerate(items) if isinstance(it, Heading)), len(items))
+    if first_heading == len(items):
+        first_heading = 0  # no headings at all: everything is body text
     front = [it for it in items[:first_heading] if isinstance(it, Text)]
     body = items[first_heading:]
     has_abstract_heading = any(
@@ -67,9 +67,7 @@ def assemble(
         if isinstance(it, Heading):
             current += 1
             continue
-        paragraphs.append(
-            Paragraph(text=it.text, page=it.page, page_end=it.page_end, section_id=current, kind=it.kind)
-        )
+        paragraphs.append(Paragraph(text=it.text, page=it.page, page_end=it.page_end, section_id=current, kind=it.kind))
     _tie_captions(paragraphs)
     abstract_text = " ".join(
         p.text for p in paragraphs if sections[p.section_id].category is Cat.ABSTRACT and p.kind == "body"
@@ -181,9 +179,7 @@ def _tie_captions(paragraphs: list[Paragraph]) -> None:
     for i, p in enumerate(paragraphs):
         if p.kind != "caption":
             continue
-        before = next(
-            (q for q in reversed(paragraphs[:i]) if q.section_id != p.section_id or q.kind == "body"), None
-        )
+        before = next((q for q in reversed(paragraphs[:i]) if q.section_id != p.section_id or q.kind == "body"), None)
         after = next((q for q in paragraphs[i + 1 :] if q.section_id != p.section_id or q.kind == "body"), None)
         for q in (before, after):
             if q is not None and q.section_id == p.section_id and q.kind == "body":

@@ -315,9 +315,7 @@ def sliding_window(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> li
                 used += n
                 end += 1
             window = words[start:end]
-            pieces = [
-                _Piece(" ".join(w for w, _, _ in window), used, window[0][2], window[0][1], end >= len(words))
-            ]
+            pieces = [_Piece(" ".join(w for w, _, _ in window), used, window[0][2], window[0][1], end >= len(words))]
             build.add(section, header, _Draft(pieces))
             if end >= len(words):
                 break

@@ -1,0 +1,93 @@
+"""Every chunking strategy: continuous chunk_index, section-bounded, within the model window."""
+
+from __future__ import annotations
+
+import pytest
+
+from paperscope.errors import ChunkingError
+from paperscope.parser import Paper, parse_markdown
+from paperscope.rag.chunking import CHUNKERS, ChunkOptions, chunk_paper, context_header
+from paperscope.rag.tokens import local_token_counter
+
+LONG = " ".join(f"Sentence number {i} explains one more detail of the retrieval pipeline." for i in range(120))
+
+DOC = f"""# Chunky Paper
+
+## Abstract
+
+A short abstract about chunking.
+
+## 1 Introduction
+
+First paragraph of the introduction.
+
+Second paragraph of the introduction.
+
+## 2 Method
+
+{LONG}
+
+Figure 1: Pipeline overview.
+
+### 2.1 A Subsection With A Rather Long Title About Windows
+
+Short text.
+
+## 3 Experiments
+
+Results are good.
+"""
+
+
+@pytest.fixture(scope="module")
+def paper() -> Paper:
+    return parse_markdown(DOC)
+
+
+@pytest.mark.parametrize("strategy", sorted(CHUNKERS))
+def test_invariants(paper: Paper, strategy: str) -> None:
+    counter = local_token_counter()
+    chunks = chunk_paper(paper, counter, strategy)
+    body = [c for c in chunks if c.kind == "chunk"]
+    assert [c.chunk_index for c in body] == list(range(len(body)))
+    for c in body:
+        assert counter.count(c.index_text) <= counter.max_tokens, (strategy, c.chunk_index)
+        section = paper.sections[c.metadata["section_id"]]
+        assert c.section_title == section.title
+        assert c.index_text.startswith(context_header(paper, section) + "\n")
+        section_text = " ".join(p.text for p in paper.paragraphs if p.section_id == section.id)
+        for word in c.text.split()[:5]:  # never crosses a section boundary
+            assert word in section_text
+        assert c.metadata["strategy"] == strategy
+    assert {c.section_title for c in body} >= {"Abstract", "1 Introduction", "2 Method", "3 Experiments"}
+
+
+def test_recursive_splits_long_paragraph_with_overlap(paper: Paper) -> None:
+    chunks = chunk_paper(paper, local_token_counter(), "recursive", ChunkOptions(chunk_size=120, overlap=30))
+    method = [c for c in chunks if c.section_title == "2 Method" and not c.metadata["is_caption"]]
+    assert len(method) >= 3
+    last_sentence = method[0].text.split(". ")[-1]
+    assert last_sentence in method[1].text  # overlap carries the tail over
+
+
+def test_captions_are_chunks_and_metadata(paper: Paper) -> None:
+    chunks = chunk_paper(paper, local_token_counter())
+    caption = [c for c in chunks if c.metadata["is_caption"]]
+    assert [c.text for c in caption] == ["Figure 1: Pipeline overview."]
+    assert any("Figure 1: Pipeline overview." in c.metadata["captions"] for c in chunks if not c.metadata["is_caption"])
+
+
+def test_parent_child_links(paper: Paper) -> None:
+    chunks = chunk_paper(paper, local_token_counter(), "parent_child", ChunkOptions(parent_size=300, child_size=100))
+    parents = {c.chunk_index: c for c in chunks if c.kind == "parent"}
+    children = [c for c in chunks if c.kind == "chunk"]
+    assert parents and children
+    for child in children:
+        parent = parents[child.metadata["parent_index"]]
+        assert parent.section_title == child.section_title
+        assert child.text.split()[0] in parent.text
+
+
+def test_unknown_strategy(paper: Paper) -> None:
+    with pytest.raises(ChunkingError, match="unknown chunking strategy 'nope'"):
+        chunk_paper(paper, local_token_counter(), "nope")
