@@ -95,7 +95,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     blocks = build_blocks(pages, body, outline)
     if outline is None:
         _demote_front_matter(blocks)
-    blocks = _drop_footnotes(_attach_tables(blocks), body, heights)
+    blocks = _rejoin_across_floats(_drop_footnotes(_attach_tables(blocks), body, heights))
     vocab = vocabulary(ln.text for p in pages for ln in p.lines)
     items: list[Item] = []
     for b in blocks:
@@ -151,6 +151,32 @@ def _continues_table(table: Block, b: Block) -> bool:
         and first.column == last.column
         and -2 * b.size < first.y0 - last.y1 < 3 * b.size
     )
+
+
+def _rejoin_across_floats(blocks: list[Block]) -> list[Block]:
+    """A paragraph cut by a figure or table ("...these impro-" | Figure 2 | "vements ...") is one paragraph."""
+    out: list[Block] = []
+    pending: list[Block] = []  # captions seen since the last body block
+    for b in blocks:
+        if b.kind == "caption":
+            pending.append(b)
+            continue
+        last_body = next((x for x in reversed(out) if x.kind == "body"), None)
+        cut = (
+            b.kind == "body"
+            and pending
+            and last_body is not None
+            and out[-1] is last_body
+            and not re.search(r"[.!?:]['\")\]]?$", last_body.lines[-1].text)
+            and re.match(r"[a-z]", b.lines[0].text)
+        )
+        if cut and last_body is not None:
+            last_body.lines.extend(b.lines)
+        else:
+            out.append(b)
+        out.extend(pending)
+        pending = []
+    return out + pending
 
 
 def _drop_footnotes(blocks: list[Block], body: float, heights: list[float]) -> list[Block]:

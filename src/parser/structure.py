@@ -175,13 +175,13 @@ def _parent_appendix(levels: list[int], appendix: list[bool]) -> bool:
 
 
 def _tie_captions(paragraphs: list[Paragraph]) -> None:
-    """Attach each caption to the nearest body paragraph of its section (before, else after)."""
+    """Attach each caption to the nearest body paragraph: of its section if it has one, else any."""
     for i, p in enumerate(paragraphs):
         if p.kind != "caption":
             continue
-        before = next((q for q in reversed(paragraphs[:i]) if q.section_id != p.section_id or q.kind == "body"), None)
-        after = next((q for q in paragraphs[i + 1 :] if q.section_id != p.section_id or q.kind == "body"), None)
-        for q in (before, after):
-            if q is not None and q.section_id == p.section_id and q.kind == "body":
-                q.captions.append(p.text)
-                break
+        before = [q for q in reversed(paragraphs[:i]) if q.kind == "body"]
+        after = [q for q in paragraphs[i + 1 :] if q.kind == "body"]
+        same = [q for q in before[:1] + after[:1] if q.section_id == p.section_id]
+        target = same[0] if same else (before[:1] or after[:1] or [None])[0]
+        if target is not None:
+            target.captions.append(p.text)

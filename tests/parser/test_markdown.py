@@ -60,7 +60,7 @@ def test_structure_from_text() -> None:
     ]
     wiring = [p for p in paper.paragraphs if p.section_id == 3]
     assert wiring[0].text.startswith("Implementation details. We wire")  # bold lead is not a heading
-    assert wiring[0].captions == ["Figure 1: The wiring diagram."]
+    assert wiring[0].captions[0] == "Figure 1: The wiring diagram."
     table = next(p for p in paper.paragraphs if p.kind == "caption" and p.text.startswith("Table 1"))
     assert "Tiny 91.2" in table.text
 
