@@ -22,6 +22,7 @@ corpus: install
 demo: install
 	@test -d examples/pdfs || $(PY) examples/render_papers.py --out examples/pdfs
 	$(PAPERSCOPE) parse examples/pdfs/flashrank.pdf
+	$(PAPERSCOPE) parse examples/pdfs/blendir.pdf
 
 lint: install
 	$(PY) -m ruff check src tests benchmarks examples
