@@ -182,6 +182,6 @@ def _tie_captions(paragraphs: list[Paragraph]) -> None:
         before = [q for q in reversed(paragraphs[:i]) if q.kind == "body"]
         after = [q for q in paragraphs[i + 1 :] if q.kind == "body"]
         same = [q for q in before[:1] + after[:1] if q.section_id == p.section_id]
-        target = same[0] if same else (before[:1] or after[:1] or [None])[0]
-        if target is not None:
-            target.captions.append(p.text)
+        candidates = same or before[:1] or after[:1]
+        if candidates:
+            candidates[0].captions.append(p.text)
