@@ -1,0 +1,206 @@
+"""Ingest on a real Milvus Lite file with real local embeddings and real PDFs of the sample corpus."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paperscope.config import Settings
+from paperscope.rag.embeddings import CachedEmbedder, make_embedder
+from paperscope.rag.filters import SearchFilter
+from paperscope.rag.ingest import FileResult, doc_id_for, file_sha256, ingest
+from paperscope.rag.store import PaperStore
+
+PAPERS = ("flashrank", "quantkv", "hydra")
+
+
+@cache
+def embedder() -> CachedEmbedder:
+    return make_embedder("local")
+
+
+@pytest.fixture
+def library(tmp_path: Path, sample_pdfs: dict[str, Path]) -> Path:
+    """A folder of three sample PDFs, a nested one, a bad PDF and a file type that is skipped."""
+    folder = tmp_path / "library"
+    (folder / "nested").mkdir(parents=True)
+    for name in PAPERS[:2]:
+        shutil.copy(sample_pdfs[name], folder / f"{name}.pdf")
+    shutil.copy(sample_pdfs[PAPERS[2]], folder / "nested" / f"{PAPERS[2]}.pdf")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\nthis is not really a pdf\n")
+    (folder / "notes.docx").write_bytes(b"ignored: not a supported type")
+    return folder
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[PaperStore]:
+    settings = Settings(home=tmp_path / "home")
+    with PaperStore.open(settings, embedder()) as s:
+        yield s
+
+
+def by_name(results: list[FileResult]) -> dict[str, FileResult]:
+    return {Path(r.path).name: r for r in results}
+
+
+def assert_consistent(store: PaperStore) -> None:
+    """Every paper ready, chunk_index 0..N-1 matching its catalogue row, no orphan rows."""
+    papers = store.list_papers()
+    for p in papers:
+        assert p.ready, p
+        indexes = [c.chunk_index for c in store.get_chunks(p.doc_id)]
+        assert indexes == list(range(p.n_chunks)), p.title
+    assert store.count_chunks(kind=None) == sum(len(store.get_chunks(p.doc_id, kind=None)) for p in papers)
+
+
+def test_a_folder_goes_in_and_a_bad_file_does_not_stop_it(store: PaperStore, library: Path) -> None:
+    report = ingest([library], store.settings, store)
+    results = by_name(report.files)
+    assert set(results) == {"flashrank.pdf", "quantkv.pdf", "hydra.pdf", "broken.pdf"}
+    assert [results[f"{n}.pdf"].status for n in PAPERS] == ["ingested"] * 3
+    bad = results["broken.pdf"]
+    assert bad.status == "failed" and bad.error and bad.error.startswith("broken.pdf: ")
+    assert report.count("failed") == 1 and report.count("ingested") == 3
+    assert report.pages == sum(results[f"{n}.pdf"].pages for n in PAPERS) > 10
+    assert 0 < report.embed_seconds < report.seconds
+
+    papers = store.list_papers()
+    assert len(papers) == 3
+    flash = results["flashrank.pdf"]
+    assert flash.doc_id == doc_id_for(file_sha256(library / "flashrank.pdf"))
+    record = store.get_paper(flash.doc_id)
+    assert record is not None and record.title.startswith("FlashRank") and record.year == 2023
+    assert record.source == str((library / "flashrank.pdf").resolve())
+    assert record.n_chunks == flash.chunks == store.count_chunks(flash.doc_id)
+    assert_consistent(store)
+
+    # The default strategy embeds a context header before the text and keeps the text itself apart.
+    first = store.get_chunks(flash.doc_id)[3]
+    assert first.index_text.startswith(record.title[:30]) and first.index_text.endswith(first.text)
+    assert first.text and not first.text.startswith(record.title[:30])
+
+
+def test_ingesting_again_writes_nothing(store: PaperStore, library: Path) -> None:
+    ingest([library], store.settings, store)
+    before = {p.doc_id: p.ingested_at for p in store.list_papers()}
+    rows = store.count_chunks(kind=None)
+    calls = store.embedder.calls  # type: ignore[attr-defined]
+
+    def no_writes(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("an unchanged file must not be written")
+
+    store.insert_paper_chunks = no_writes  # type: ignore[method-assign]
+    report = ingest([library], store.settings, store)
+    assert {r.status for r in report.files if not r.path.endswith("broken.pdf")} == {"unchanged"}
+    assert report.chunks == 0
+    assert store.embedder.calls == calls  # type: ignore[attr-defined]
+    assert {p.doc_id: p.ingested_at for p in store.list_papers()} == before
+    assert store.count_chunks(kind=None) == rows
+
+
+def test_identical_content_at_two_paths_is_one_paper(store: PaperStore, library: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "elsewhere" / "same-paper.pdf"
+    copy.parent.mkdir()
+    shutil.copy(library / "flashrank.pdf", copy)
+    report = ingest([library / "flashrank.pdf", copy], store.settings, store)
+    assert [r.status for r in report.files] == ["ingested", "unchanged"]
+    assert report.files[0].doc_id == report.files[1].doc_id
+    assert len(store.list_papers()) == 1
+
+
+def test_new_content_at_a_path_replaces_the_old_paper(
+    store: PaperStore, tmp_path: Path, sample_pdfs: dict[str, Path]
+) -> None:
+    path = tmp_path / "draft.pdf"
+    shutil.copy(sample_pdfs["flashrank"], path)
+    old = ingest([path], store.settings, store).files[0]
+    shutil.copy(sample_pdfs["quantkv"], path)  # the author sent a new version
+    new = ingest([path], store.settings, store).files[0]
+    assert new.status == "replaced" and new.replaced == [old.doc_id] and new.doc_id != old.doc_id
+    assert store.get_paper(old.doc_id) is None
+    assert store.count_chunks(old.doc_id, kind=None) == 0
+    [paper] = store.list_papers()
+    assert paper.doc_id == new.doc_id and paper.title.startswith("QuantKV")
+    assert_consistent(store)
+    hits = store.search_hybrid("FlashRank reranker distillation", k=20)
+    assert hits and {h.doc_id for h in hits} == {new.doc_id}
+
+
+class Interrupting:
+    """Wraps an embedder; raises `error` on the `fail_on`-th embed_documents call."""
+
+    def __init__(self, inner: CachedEmbedder, fail_on: int, error: BaseException) -> None:
+        self.inner, self.fail_on, self.error, self.n = inner, fail_on, error, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.n += 1
+        if self.n == self.fail_on:
+            raise self.error
+        return self.inner.embed_documents(texts)
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), RuntimeError("embedding server went away")])
+def test_an_interrupted_paper_is_never_half_visible(
+    tmp_path: Path, sample_pdfs: dict[str, Path], error: BaseException
+) -> None:
+    settings = Settings(home=tmp_path / "home", embedding={"batch_size": 8})
+    path = sample_pdfs["flashrank"]
+    # Call 1 embeds title + abstract, call 2 the first batch: fail on the third, mid-paper.
+    with PaperStore.open(settings, Interrupting(embedder(), 3, error)) as store:  # type: ignore[arg-type]
+        if isinstance(error, KeyboardInterrupt):
+            with pytest.raises(KeyboardInterrupt):
+                ingest([path], settings, store)
+        else:
+            [result] = ingest([path], settings, store).files
+            assert result.status == "failed" and "embedding server went away" in (result.error or "")
+            assert result.error.startswith("flashrank.pdf: ")  # type: ignore[union-attr]
+        assert store.search_hybrid("FlashRank", k=5) == []
+        assert store.search_papers("FlashRank", k=5) == []
+        assert store.count_chunks(kind=None) == 0  # what it wrote was taken back
+    with PaperStore.open(settings, embedder()) as store:
+        [again] = ingest([path], settings, store).files
+        assert again.status == "ingested"
+        assert_consistent(store)
+        assert store.search_hybrid("FlashRank", k=5)
+
+
+def test_a_crash_that_left_a_paper_ingesting_is_repaired(tmp_path: Path, sample_pdfs: dict[str, Path]) -> None:
+    settings = Settings(home=tmp_path / "home", embedding={"batch_size": 8})
+    path = sample_pdfs["hydra"]
+    with PaperStore.open(settings, embedder()) as store:
+        [done] = ingest([path], settings, store).files
+        # What a killed process leaves behind: the paper row still "ingesting", a chunk missing.
+        row = store.client.query(store.papers_name, filter=f'doc_id == "{done.doc_id}"', output_fields=["*"])[0]
+        store.client.upsert(store.papers_name, [{**row, "status": "ingesting"}])
+        last = store.get_chunks(done.doc_id)[-1]
+        store.client.delete(store.chunks_name, ids=[last.id])
+        assert store.search_hybrid("hypothetical documents", SearchFilter(doc_ids=[done.doc_id]), k=5) == []
+        [repaired] = ingest([path], settings, store).files
+        assert repaired.status == "ingested"
+        assert_consistent(store)
+        assert store.search_hybrid("hypothetical documents", SearchFilter(doc_ids=[done.doc_id]), k=5)
+
+
+def test_missing_paths_and_unknown_strategies_are_clear(store: PaperStore, tmp_path: Path) -> None:
+    report = ingest([tmp_path / "nope.pdf"], store.settings, store)
+    assert report.files[0].status == "failed" and "nope.pdf: no such file" in (report.files[0].error or "")
+    text = tmp_path / "empty.md"
+    text.write_text("")
+    [empty] = ingest([text], store.settings, store).files
+    assert empty.status == "failed" and (empty.error or "").startswith("empty.md: ")
+    assert store.list_papers() == []
+
+
+def test_markdown_and_text_files_go_in(store: PaperStore, sample_sources: list[Path], tmp_path: Path) -> None:
+    md = sample_sources[0]
+    report = ingest([md], store.settings, store)
+    assert report.files[0].status == "ingested"
+    assert_consistent(store)
