@@ -19,10 +19,13 @@ install: $(STAMP)
 corpus: install
 	$(PY) examples/render_papers.py --out examples/pdfs
 
+# Ingest the sample corpus into the embedded default (Milvus Lite under .paperscope/); a second run
+# finds every paper unchanged.
 demo: install
 	@test -d examples/pdfs || $(PY) examples/render_papers.py --out examples/pdfs
 	$(PAPERSCOPE) parse examples/pdfs/flashrank.pdf
-	$(PAPERSCOPE) parse examples/pdfs/blendir.pdf
+	$(PAPERSCOPE) ingest examples/pdfs
+	$(PAPERSCOPE) papers
 
 lint: install
 	$(PY) -m ruff check src tests benchmarks examples
@@ -33,6 +36,8 @@ test: install lint
 
 bench: install
 	$(PY) benchmarks/parse_bench.py
+	$(PY) benchmarks/ingest_bench.py
+	$(PY) benchmarks/store_bench.py --chunks 10000
 
 clean:
 	rm -rf $(VENV) .paperscope .pytest_cache .mypy_cache .ruff_cache

@@ -40,8 +40,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, str(ROOT / "examples" / "render_papers.py"), "--out", tmp], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "render_papers.py"), "--out", tmp], check=True, capture_output=True
+        )
         sets = {"sample corpus": sorted(Path(tmp).glob("*.pdf"))}
         shared = ROOT.parent / "shared" / "papers"
         if shared.is_dir():
@@ -51,8 +52,10 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for name, pdfs in sets.items():
             pages, parse_s, chunk_s = measure(pdfs, args.repeat)
-            print(f"| {name} | {len(pdfs)} | {pages // args.repeat} | {pages / parse_s:.1f} | "
-                  f"{pages / (parse_s + chunk_s):.1f} |")
+            print(
+                f"| {name} | {len(pdfs)} | {pages // args.repeat} | {pages / parse_s:.1f} | "
+                f"{pages / (parse_s + chunk_s):.1f} |"
+            )
 
 
 if __name__ == "__main__":

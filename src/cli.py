@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.tree import Tree
 
-from .errors import PaperscopeError
+from .errors import ConfigError, PaperscopeError
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 app = typer.Typer(
     help="Ask questions of a pile of research papers.",
@@ -89,6 +92,178 @@ def parse(
         parent = nodes.get(s.parent_id) if s.parent_id is not None else None
         nodes[s.id] = (parent or tree).add(label)
     console.print(tree)
+
+
+SHORT_ID = 8  # doc_id characters shown in tables
+KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: papers).")]
+
+
+def _settings(kb: str | None, **parts: dict[str, Any]) -> Settings:
+    from pydantic import ValidationError
+
+    from .config import load_settings
+
+    try:
+        return load_settings(store={"kb": kb}, **parts)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise _fail(ConfigError(f"invalid setting {where}: {first['msg']}")) from None
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders (PDF, Markdown, text).")],
+    kb: KbOption = None,
+    strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Parse, chunk, embed and store papers; files already stored are skipped."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from .rag.chunking import CHUNKERS
+    from .rag.ingest import IngestReport, discover
+    from .rag.ingest import ingest as run_ingest
+
+    settings = _settings(kb, chunking={"strategy": strategy})
+    if settings.chunking.strategy not in CHUNKERS:
+        raise _fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
+    bars = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=as_json or not err_console.is_terminal,
+    )
+    overall = bars.add_task("files", total=None)
+    current = bars.add_task("", total=None, visible=False)
+
+    def on_progress(path: Path, stage: str, done: int, total: int) -> None:
+        if stage == "done":
+            bars.advance(overall)
+            bars.update(current, visible=False)
+            return
+        label = f"  {path.name}: {stage}"
+        bars.update(current, description=label, completed=done, total=total or None, visible=True)
+
+    try:
+        with bars:
+            bars.update(overall, total=len(discover(paths)[0]))
+            report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        table = Table(title=f"ingest into {settings.store.kb!r}", show_lines=False)
+        table.add_column("file", no_wrap=True, min_width=12)
+        table.add_column("status", no_wrap=True, min_width=9)
+        for col in ("pages", "chunks", "seconds"):
+            table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+        table.add_column("title / error", overflow="fold" if report.failed else "ellipsis", no_wrap=not report.failed)
+        colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
+        for f in report.files:
+            detail = f.error if f.status == "failed" else (f.title or "")
+            table.add_row(
+                Path(f.path).name,
+                f"[{colours[f.status]}]{f.status}[/]",
+                str(f.pages or ""),
+                str(f.chunks or ""),
+                f"{f.seconds:.1f}",
+                detail,
+            )
+        console.print(table)
+        counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged", "failed"))
+        embed_share = f", {report.embed_seconds / report.seconds:.0%} embedding" if report.seconds else ""
+        console.print(
+            f"{counts} · {report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}",
+            highlight=False,
+        )
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def papers(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the papers in a knowledge base."""
+    from rich.table import Table
+
+    from .rag.store import PaperStore
+
+    settings = _settings(kb)
+    try:
+        with PaperStore.open(settings) as store:
+            records = store.list_papers()
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    rows = [
+        {
+            "doc_id": r.doc_id,
+            "title": r.title,
+            "year": r.year,
+            "pages": r.pages,
+            "n_chunks": r.n_chunks,
+            "status": r.status,
+            "source": r.source,
+        }
+        for r in records
+    ]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return
+    if not rows:
+        console.print(f"knowledge base {settings.store.kb!r} holds no papers; add some with `paperscope ingest PATH`")
+        return
+    table = Table(title=f"{len(rows)} papers in {settings.store.kb!r}")
+    # A short doc_id (like a short git hash: `remove` takes any unambiguous prefix) leaves room for titles.
+    table.add_column("doc_id", no_wrap=True)
+    for col in ("year", "pages", "chunks"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for r in rows:
+        title = str(r["title"])
+        if r["status"] != "ready":
+            title = f"[red]({r['status']}: ingest again to repair)[/red] {title}"
+        table.add_row(str(r["doc_id"])[:SHORT_ID], str(r["year"] or ""), str(r["pages"]), str(r["n_chunks"]), title)
+    console.print(table)
+
+
+@app.command()
+def remove(
+    doc_id: Annotated[str, typer.Argument(help="A doc_id, or its first characters as `paperscope papers` shows.")],
+    kb: KbOption = None,
+) -> None:
+    """Remove a paper and all its chunks."""
+    from .rag.filters import validate_doc_id
+    from .rag.store import PaperStore
+
+    settings = _settings(kb)
+    try:
+        validate_doc_id(doc_id)
+    except ValueError as exc:
+        raise _fail(ConfigError(f"{exc}")) from None
+    try:
+        with PaperStore.open(settings) as store:
+            papers = store.list_papers()
+            matches = [p for p in papers if p.doc_id == doc_id] or [
+                p for p in papers if len(doc_id) >= 4 and p.doc_id.startswith(doc_id)
+            ]
+            if not matches:
+                raise _fail(ConfigError(f"no paper {doc_id} in knowledge base {settings.store.kb!r}"))
+            if len(matches) > 1:
+                raise _fail(ConfigError(f"{doc_id} is ambiguous: {', '.join(p.doc_id for p in matches)}"))
+            record = matches[0]
+            n = store.delete_paper(record.doc_id)
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    console.print(f"removed {record.title!r} ({record.doc_id}): {n} chunks", highlight=False)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from paperscope.cli import app
@@ -37,3 +38,57 @@ def test_parse_tree(sample_pdfs: dict[str, Path]) -> None:
     result = CliRunner().invoke(app, ["parse", str(sample_pdfs["blendir"])])
     assert result.exit_code == 0
     assert "III. ADAPTIVE FUSION" in result.stdout and "METHOD" in result.stdout
+
+
+PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source"}
+
+
+def test_ingest_papers_remove(tmp_path: Path, sample_pdfs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MILVUS_URI", raising=False)
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"not a pdf at all")
+    runner = CliRunner()
+    files = [str(sample_pdfs["flashrank"]), str(sample_pdfs["marten"]), str(broken)]
+
+    result = runner.invoke(app, ["ingest", *files, "--kb", "cli"])
+    assert result.exit_code == 1  # one file failed, the others went in
+    assert "broken.pdf" in result.stdout and "2 ingested" in result.stdout and "1 failed" in result.stdout
+
+    result = runner.invoke(app, ["ingest", *files[:2], "--kb", "cli", "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [f["status"] for f in report["files"]] == ["unchanged", "unchanged"]
+
+    result = runner.invoke(app, ["papers", "--kb", "cli", "--json"])
+    assert result.exit_code == 0, result.stderr
+    listed = json.loads(result.stdout)
+    assert all(set(p) == PAPER_KEYS for p in listed)
+    assert sorted(p["title"].split(":")[0] for p in listed) == ["FlashRank", "Marten-1B"]
+    assert all(p["status"] == "ready" and p["n_chunks"] > 10 and p["pages"] >= 5 for p in listed)
+    marten = next(p for p in listed if p["title"].startswith("Marten"))
+    assert marten["year"] and marten["source"] == str(sample_pdfs["marten"].resolve())
+
+    table = runner.invoke(app, ["papers", "--kb", "cli"])
+    assert marten["doc_id"][:8] in table.stdout and "FlashRank" in table.stdout
+
+    result = runner.invoke(app, ["remove", marten["doc_id"][:8], "--kb", "cli"])
+    assert result.exit_code == 0, result.stderr
+    assert "Marten-1B" in result.stdout
+    left = json.loads(runner.invoke(app, ["papers", "--kb", "cli", "--json"]).stdout)
+    assert [p["title"].split(":")[0] for p in left] == ["FlashRank"]
+
+    result = runner.invoke(app, ["remove", marten["doc_id"], "--kb", "cli"])
+    assert result.exit_code == 1 and "no paper" in result.stderr
+    result = runner.invoke(app, ["remove", 'x" or doc_id != "', "--kb", "cli"])
+    assert result.exit_code == 1 and "invalid doc_id" in result.stderr
+    assert len(json.loads(runner.invoke(app, ["papers", "--kb", "cli", "--json"]).stdout)) == 1
+
+
+def test_ingest_rejects_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    result = runner.invoke(app, ["ingest", str(tmp_path), "--strategy", "nonsense"])
+    assert result.exit_code == 1 and "unknown chunking strategy 'nonsense'" in result.stderr
+    result = runner.invoke(app, ["papers", "--kb", "bad name!"])
+    assert result.exit_code == 1 and "invalid setting store.kb" in result.stderr

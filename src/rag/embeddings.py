@@ -231,6 +231,9 @@ def load_sentence_transformer(name_or_path: str) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # its "Loading weights" bar would garble the CLI's output
 
         try:
             model = SentenceTransformer(name_or_path, device="cpu", local_files_only=True)
