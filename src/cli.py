@@ -14,7 +14,9 @@ from rich.tree import Tree
 from .errors import ConfigError, PaperscopeError
 
 if TYPE_CHECKING:
+    from .agent.answer import Answer
     from .config import Settings
+    from .rag.store import PaperStore
 
 app = typer.Typer(
     help="Ask questions of a pile of research papers.",
@@ -264,6 +266,76 @@ def remove(
     except PaperscopeError as exc:
         raise _fail(exc) from None
     console.print(f"removed {record.title!r} ({record.doc_id}): {n} chunks", highlight=False)
+
+
+def _resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
+    """Full doc_ids for the given doc_ids or unambiguous prefixes (4+ characters)."""
+    from .rag.filters import validate_doc_id
+
+    papers = [p.doc_id for p in store.list_papers() if p.ready]
+    out = []
+    for raw in given:
+        validate_doc_id(raw)
+        matches = [d for d in papers if d == raw] or [d for d in papers if len(raw) >= 4 and d.startswith(raw)]
+        if len(matches) != 1:
+            problem = "matches several papers" if matches else f"is not a paper in knowledge base {kb!r}"
+            raise ConfigError(f"--paper {raw} {problem} (see `paperscope papers`)")
+        out.append(matches[0])
+    return out
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in quotes.")],
+    kb: KbOption = None,
+    paper: Annotated[
+        list[str] | None, typer.Option("--paper", help="Only this paper (doc_id or prefix); repeatable.")
+    ] = None,
+    section: Annotated[
+        list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Evidence passages to draw on.")] = None,
+    no_agent: Annotated[
+        bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
+) -> None:
+    """Answer a question from the papers, with numbered sources."""
+    from .agent.pipeline import Searcher
+
+    settings = _settings(kb)
+    if no_agent:
+        settings.agent.enable_agentic_rag = False
+    if not settings.llm.model and not as_json:
+        err_console.print(
+            "[dim]No LLM configured (PAPERSCOPE_LLM_MODEL, OPENAI_BASE_URL): answering with extracted sentences.[/dim]"
+        )
+    try:
+        with Searcher.open(settings) as searcher:
+            doc_ids = _resolve_doc_ids(searcher.store, paper, settings.store.kb) if paper else None
+            answer = searcher.answer(question, doc_ids=doc_ids, categories=section, k=k)
+    except (PaperscopeError, ValueError) as exc:
+        raise _fail(exc) from None
+    if as_json:
+        sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+        return
+    _print_answer(answer)
+
+
+def _print_answer(answer: Answer) -> None:
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    track = "one paper" if answer.track == "A" else "across papers"
+    console.print(Panel(Markdown(answer.answer), title=f"Track {answer.track} · {track}", title_align="left"))
+    for s in answer.sources:
+        pages = f"p. {s.pages[0]}" if s.pages[0] == s.pages[1] else f"p. {s.pages[0]}-{s.pages[1]}"
+        console.print(
+            f"[bold][{s.n}][/bold] {s.title} [dim]· {s.section_title} ({s.section_category}) · {pages} · "
+            f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · {s.citation}[/dim]",
+            highlight=False,
+        )
+    console.print(f"[dim]{answer.timings.get('total', 0.0):.2f} s[/dim]")
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -48,6 +48,33 @@ class StoreSettings(_Part):
     kb: str = Field("papers", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$", description="Knowledge base name.")
 
 
+class RetrievalSettings(_Part):
+    retriever: str = Field("hybrid", description="Retriever: dense, bm25 or hybrid (RRF over dense + BM25 in Milvus).")
+    k: int = Field(5, ge=1, le=50, description="Evidence passages an answer draws on.")
+    candidates: int = Field(20, ge=1, le=200, description="Hits fetched before MMR picks the final k.")
+    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0, description="MMR trade-off: 1 = relevance only, 0 = diversity only.")
+    window: int = Field(1, ge=0, le=5, description="Neighbouring chunks added on each side of a hit.")
+    token_budget: int = Field(1500, ge=64, description="Tokens of evidence text (windows included) per answer.")
+    intro_tokens: int = Field(500, ge=0, description="Tokens of a paper's Introduction injected as context (0 = none).")
+    survey_papers: int = Field(5, ge=1, le=50, description="Track B: papers taken from the abstract search.")
+    per_paper: int = Field(2, ge=1, le=20, description="Track B: at most this many evidence passages per paper.")
+    min_hits: int = Field(2, ge=1, description="Track A: widen to every section when the routed ones give fewer hits.")
+
+
+class LLMSettings(_Part):
+    model: str | None = Field(None, description="Chat model (PAPERSCOPE_LLM_MODEL); unset = answer without an LLM.")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (OPENAI_BASE_URL), e.g. vLLM or Ollama.")
+    api_key: SecretStr | None = Field(None, description="API key (OPENAI_API_KEY); local servers accept any value.")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature.")
+    timeout: float = Field(120.0, gt=0, description="Seconds to wait for one model reply.")
+    use_for_routing: bool = Field(True, description="Route questions with the LLM (rule router when False or no LLM).")
+
+
+class AgentSettings(_Part):
+    enable_agentic_rag: bool = Field(True, description="Use the agent when an LLM is configured; else single-shot.")
+    max_iterations: int = Field(5, ge=1, le=50, description="Model turns before the agent must answer.")
+
+
 class Settings(BaseSettings):
     """Everything paperscope can be told, in one place."""
 
@@ -60,6 +87,9 @@ class Settings(BaseSettings):
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings, description="Chunking.")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings, description="Embeddings.")
     store: StoreSettings = Field(default_factory=StoreSettings, description="Milvus store.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and context.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="Chat model (optional).")
+    agent: AgentSettings = Field(default_factory=AgentSettings, description="The agent loop.")
 
     def with_overrides(self, **parts: dict[str, Any]) -> Settings:
         """A copy with some fields of nested parts replaced, e.g. store={"kb": "x"}; None values are ignored."""
@@ -75,5 +105,11 @@ def load_settings(**parts: dict[str, Any]) -> Settings:
 
     settings = Settings()
     env_store = {"uri": os.environ.get("MILVUS_URI") or None, "token": os.environ.get("MILVUS_TOKEN") or None}
+    env_llm = {
+        "model": os.environ.get("PAPERSCOPE_LLM_MODEL") or None,
+        "base_url": os.environ.get("OPENAI_BASE_URL") or None,
+        "api_key": os.environ.get("OPENAI_API_KEY") or None,
+    }
     store = {**env_store, **parts.pop("store", {})}
-    return settings.with_overrides(store=store, **parts)
+    llm = {**env_llm, **parts.pop("llm", {})}
+    return settings.with_overrides(store=store, llm=llm, **parts)

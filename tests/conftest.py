@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from paperscope.config import Settings
+from paperscope.rag.embeddings import CachedEmbedder, make_embedder
+from paperscope.rag.ingest import doc_id_for, file_sha256, ingest
+from paperscope.rag.store import PaperStore
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -40,3 +46,29 @@ def shared_papers() -> Path:
     if not SHARED_PAPERS.is_dir():
         pytest.skip(f"real papers folder {SHARED_PAPERS} is absent (it sits beside the repository)")
     return SHARED_PAPERS
+
+
+@pytest.fixture(scope="session")
+def local_embedder() -> Iterator[CachedEmbedder]:
+    """The default local embedder, loaded once; its in-memory cache is shared by the session."""
+    embedder = make_embedder("local")
+    yield embedder
+    embedder.close()
+
+
+@pytest.fixture(scope="session")
+def sample_kb(
+    tmp_path_factory: pytest.TempPathFactory, sample_pdfs: dict[str, Path], local_embedder: CachedEmbedder
+) -> Iterator[PaperStore]:
+    """A Milvus Lite knowledge base holding the 12 sample PDFs, ingested once per session."""
+    settings = Settings(home=tmp_path_factory.mktemp("sample-kb"))
+    with PaperStore.open(settings, local_embedder) as store:
+        report = ingest(list(sample_pdfs.values()), settings, store)
+        assert not report.failed, report.failed
+        yield store
+
+
+@pytest.fixture(scope="session")
+def sample_doc_ids(sample_kb: PaperStore, sample_pdfs: dict[str, Path]) -> dict[str, str]:
+    """{slug: doc_id} of the sample papers in `sample_kb`."""
+    return {slug: doc_id_for(file_sha256(path)) for slug, path in sample_pdfs.items()}

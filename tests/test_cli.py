@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from paperscope.cli import app
+from paperscope.rag.store import PaperStore
 
 SECTION_KEYS = {"title", "level", "category", "page"}
 CHUNK_KEYS = {
@@ -92,3 +93,39 @@ def test_ingest_rejects_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 1 and "unknown chunking strategy 'nonsense'" in result.stderr
     result = runner.invoke(app, ["papers", "--kb", "bad name!"])
     assert result.exit_code == 1 and "invalid setting store.kb" in result.stderr
+
+
+SOURCE_KEYS = {"doc_id", "title", "section_title", "section_category", "chunk_index", "chunk_range", "page", "text"}
+
+
+def test_ask_json(sample_kb: PaperStore, sample_doc_ids: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(sample_kb.settings.home))
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    runner = CliRunner()
+    result = runner.invoke(app, ["ask", "How many parameters does BlendIR's weight predictor have?", "--json"])
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["track"] == "A" and answer["extractive"] is True
+    assert answer["sources"] and all(set(s) >= SOURCE_KEYS for s in answer["sources"])
+    assert {s["doc_id"] for s in answer["sources"]} == {sample_doc_ids["blendir"]}
+    assert "513" in answer["answer"]
+    lo, hi = answer["sources"][0]["chunk_range"]
+    assert lo <= answer["sources"][0]["chunk_index"] <= hi
+
+    doc = sample_doc_ids["longcite"]
+    result = runner.invoke(
+        app, ["ask", "what data", "--paper", doc[:8], "--section", "METHOD", "--k", "2", "--json", "--no-agent"]
+    )
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["track"] == "A" and 0 < len(answer["sources"]) <= 2
+    assert {(s["doc_id"], s["section_category"]) for s in answer["sources"]} == {(doc, "METHOD")}
+
+    result = runner.invoke(app, ["ask", "How does it work?"])
+    assert result.exit_code == 0 and "Track" in result.stdout and "[1]" in result.stdout
+    assert "No LLM configured" in result.stderr
+
+    result = runner.invoke(app, ["ask", "anything", "--paper", "ffffffff"])
+    assert result.exit_code == 1 and "--paper ffffffff is not a paper" in result.stderr
+    result = runner.invoke(app, ["ask", "anything", "--section", "NOPE"])
+    assert result.exit_code == 1 and "unknown section category 'NOPE'" in result.stderr

@@ -119,6 +119,7 @@ PAPER_FIELDS: dict[str, DataType] = {
 }
 _CHUNK_OUT = [f for f in CHUNK_FIELDS if f not in ("vector", "sparse")]
 _PAPER_OUT = [f for f in PAPER_FIELDS if f != "vector"]
+_SEARCH_OUT = [*_CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
 
 # A Lite file is served by an in-process gRPC server shared by every client of that path; the
 # last PaperStore to close it stops the server (and frees the data directory's lock).
@@ -136,6 +137,10 @@ class StoredChunk(Chunk):
     score: float | None = Field(
         default=None,
         description="Search score: cosine similarity (dense), BM25 (sparse), fused score (hybrid); None for reads.",
+    )
+
+    vector: list[float] | None = Field(
+        default=None, exclude=True, repr=False, description="The stored embedding (searches return it, for MMR)."
     )
 
     @property
@@ -471,6 +476,7 @@ class PaperStore:
             kind=row.get("kind", "chunk"),
             metadata=row.get("metadata") or {},
             score=score,
+            vector=row.get("vector"),
         )
 
     @staticmethod
@@ -738,7 +744,7 @@ class PaperStore:
                 anns_field="vector",
                 filter=expr,
                 limit=k,
-                output_fields=_CHUNK_OUT,
+                output_fields=_SEARCH_OUT,
                 search_params={"metric_type": "COSINE", "params": {"ef": max(64, k)}},
                 consistency_level=CONSISTENCY,
             )
@@ -757,7 +763,7 @@ class PaperStore:
                 anns_field="sparse",
                 filter=expr,
                 limit=k,
-                output_fields=_CHUNK_OUT,
+                output_fields=_SEARCH_OUT,
                 search_params={"metric_type": "BM25"},
                 consistency_level=CONSISTENCY,
             )
@@ -813,7 +819,7 @@ class PaperStore:
                 reqs,
                 ranker,
                 limit=k,
-                output_fields=_CHUNK_OUT,
+                output_fields=_SEARCH_OUT,
                 consistency_level=CONSISTENCY,
             )
         return self._hits(result)

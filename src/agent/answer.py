@@ -1,0 +1,76 @@
+"""What every question returns, on the single-shot path and from the agent alike."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..rag.context import Evidence
+from .router import Route
+
+
+class Source(BaseModel):
+    """One piece of evidence the answer drew on, with its citation number."""
+
+    n: int = Field(description="Citation number used in the answer text as [n].")
+    citation: str = Field(description="Citation id `<doc_id>:<chunk_index>` of the retrieved chunk.")
+    doc_id: str
+    title: str
+    year: int | None = None
+    section_title: str = Field(description="Section of the retrieved chunk.")
+    section_category: str = Field(description="Category name of that section, e.g. METHOD.")
+    chunk_index: int = Field(description="The retrieved chunk.")
+    chunk_range: tuple[int, int] = Field(description="First and last chunk_index of the text shown (window included).")
+    page: int = Field(description="Page where the text shown starts (1-based).")
+    pages: tuple[int, int] = Field(description="First and last page of the text shown.")
+    score: float | None = Field(None, description="Retrieval score of the chunk.")
+    text: str = Field(description="The evidence as the answer saw it, window included.")
+
+    @classmethod
+    def from_evidence(cls, n: int, ev: Evidence) -> Source:
+        """Source number `n` for an Evidence span, anchored on its best hit."""
+        best = ev.hits[0]
+        hit = next((c for c in ev.chunks if c.chunk_index == best), ev.chunks[0])
+        return cls(
+            n=n,
+            citation=ev.citation,
+            doc_id=ev.doc_id,
+            title=ev.title,
+            year=ev.year,
+            section_title=hit.section_title,
+            section_category=hit.section_category.name,
+            chunk_index=best,
+            chunk_range=(ev.lo, ev.hi),
+            page=ev.pages[0],
+            pages=ev.pages,
+            score=ev.score,
+            text=ev.text,
+        )
+
+
+class TraceStep(BaseModel):
+    """One tool call the agent made."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    observation: str = Field("", description="What the tool returned, shortened.")
+    seconds: float = 0.0
+    error: bool = Field(False, description="True when the call was rejected or failed.")
+
+
+class Answer(BaseModel):
+    """An answer with its sources, the path it took, and how long it took."""
+
+    query: str
+    answer: str
+    track: Literal["A", "B"] = Field(description="A: one paper; B: a survey of the field.")
+    route: Route
+    sources: list[Source] = Field(default_factory=list, description="Best first; [n] in the answer refers to n.")
+    extractive: bool = Field(False, description="True when the answer is extracted evidence (no language model).")
+    supported: bool = Field(True, description="False when no retrieved source backs the answer.")
+    notes: list[str] = Field(default_factory=list, description="What the reader should know, e.g. a fallback taken.")
+    timings: dict[str, float] = Field(default_factory=dict, description="Seconds per stage, and total.")
+    models: dict[str, str | None] = Field(default_factory=dict, description="Embedder, chat model, router used.")
+    trace: list[TraceStep] = Field(default_factory=list, description="Tool calls of an agent run.")
+    usage: dict[str, int] = Field(default_factory=dict, description="Token usage when the model reports it.")

@@ -1,0 +1,306 @@
+"""The single-shot path: route -> Track A or B -> MMR -> windows + Introduction -> answer.
+
+It runs when the agent is off or no chat model is configured, and it is the engine the agent's
+tools stand on. Track A searches inside one paper; Track B surveys the papers whose abstracts match.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+
+from ..config import Settings
+from ..parser.models import SectionCategory
+from ..prompts import load_prompt
+from ..rag.context import Evidence, assemble, format_context
+from ..rag.filters import SearchFilter, parse_category, validate_doc_id
+from ..rag.mmr import mmr_chunks
+from ..rag.retrievers import Retriever, get_retriever
+from ..rag.store import PaperRecord, PaperStore, StoredChunk
+from .answer import Answer, Source
+from .extractive import extractive_answer
+from .llm import make_chat_model, model_name
+from .router import Intent, LLMRouter, PaperRef, Route, RuleRouter, make_router
+
+# Related Work describes other papers and References list them: neither answers a question about
+# this paper (or the field's findings) unless the question asks for them by category.
+DEFAULT_CATEGORIES = [c for c in SectionCategory if c not in (SectionCategory.RELATED_WORK, SectionCategory.OTHER)]
+# A paper "stands out" in the abstract search when it is this similar to the query and this far ahead.
+STAND_OUT_SCORE = 0.45
+STAND_OUT_MARGIN = 0.08
+# Follow-ups that point back at the paper of the previous answer.
+_ANAPHORA = re.compile(
+    r"\b(it|its|this paper|that paper|the paper|this work|the authors|they|their)\b|它|这篇|该论文|作者", re.I
+)
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+@dataclass
+class Plan:
+    """What retrieval decided and found, before any answer is written."""
+
+    route: Route
+    track: Literal["A", "B"]
+    doc_ids: list[str]
+    hits: list[StoredChunk]
+    notes: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Searcher:
+    """Single-shot question answering over one knowledge base."""
+
+    def __init__(
+        self,
+        store: PaperStore,
+        settings: Settings | None = None,
+        chat_model: BaseChatModel | None = None,
+        *,
+        owns_store: bool = False,
+    ) -> None:
+        self.store = store
+        self.settings = settings or store.settings
+        self.chat_model = chat_model
+        self.retriever: Retriever = get_retriever(self.settings.retrieval.retriever)
+        self._owns_store = owns_store
+        self._catalogue: tuple[tuple[str, ...], list[PaperRecord]] | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, chat_model: BaseChatModel | None = None) -> Searcher:
+        """Open the knowledge base of `settings`, with the configured chat model unless one is given."""
+        model = chat_model if chat_model is not None else make_chat_model(settings.llm)
+        return cls(PaperStore.open(settings), settings, model, owns_store=True)
+
+    def close(self) -> None:
+        """Close the store if this searcher opened it."""
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Searcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- routing -------------------------------------------------------------------------------------
+
+    def papers(self) -> list[PaperRecord]:
+        """Ready papers of the knowledge base (read once per catalogue change)."""
+        records = [p for p in self.store.list_papers() if p.ready]
+        key = tuple(sorted(p.doc_id for p in records))
+        if self._catalogue is None or self._catalogue[0] != key:
+            self._catalogue = (key, records)
+        return self._catalogue[1]
+
+    def router(self) -> RuleRouter | LLMRouter:
+        """The LLM router when a chat model is configured for routing, else the rule router."""
+        refs = [PaperRef.from_record(p) for p in self.papers()]
+        use_llm = self.chat_model is not None and self.settings.llm.use_for_routing
+        return make_router(refs, self.chat_model if use_llm else None)
+
+    def route(self, query: str) -> Route:
+        """Which track and sections the question calls for, and which papers it names."""
+        return self.router().route(query)
+
+    # --- retrieval -----------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        query: str,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        categories: Sequence[str | SectionCategory] | None = None,
+        k: int | None = None,
+        history: Sequence[Answer] | None = None,
+    ) -> Plan:
+        """Route the question and retrieve its evidence hits (best first, at most k)."""
+        if not query or not query.strip():
+            raise ValueError("the question is empty")
+        r = self.settings.retrieval
+        k = k or r.k
+        started = time.perf_counter()
+        route = self.route(query)
+        wanted = [validate_doc_id(d) for d in doc_ids] if doc_ids else []
+        cats = [parse_category(c) for c in categories] if categories else []
+        if cats:
+            route = route.model_copy(update={"target_section_category": [c.name for c in cats]})
+        else:
+            cats = [SectionCategory.from_name(c) for c in route.target_section_category]
+        notes: list[str] = []
+        timings = {"route": time.perf_counter() - started}
+
+        started = time.perf_counter()
+        if not wanted and not route.doc_ids and history and _ANAPHORA.search(query):
+            last = next((a for a in reversed(history) if a.track == "A" and a.sources), None)
+            if last is not None:
+                wanted = [last.sources[0].doc_id]
+                notes.append(f"Follow-up: staying on {last.sources[0].title!r}.")
+        track: Literal["A", "B"]
+        if wanted:
+            track, papers = ("A" if len(wanted) == 1 else "B"), wanted
+        elif len(route.doc_ids) > 1:
+            track, papers = "B", list(route.doc_ids)  # several papers named: compare exactly those
+        elif route.doc_ids:
+            track, papers = "A", [route.doc_ids[0]]
+        elif route.intent == Intent.SPECIFIC_PAPER:
+            located = self._locate(route, query)
+            if located:
+                track, papers = "A", [located]
+            else:
+                named = ", ".join(route.target_paper_keywords) or "the paper you named"
+                notes.append(f"No paper in the knowledge base matches {named}; showing the closest passages instead.")
+                track, papers = "B", []
+        else:
+            track, papers = "B", []
+
+        if track == "A":
+            hits = self._search_paper(query, papers[0], cats, k, notes)
+        else:
+            hits = self._survey(query, papers, cats, k)
+        timings["retrieve"] = time.perf_counter() - started
+        route_doc_ids = papers if track == "A" else sorted({h.doc_id for h in hits}, key=[h.doc_id for h in hits].index)
+        return Plan(route, track, route_doc_ids, hits, notes, timings)
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        categories: Sequence[str | SectionCategory] | None = None,
+        k: int | None = None,
+    ) -> list[StoredChunk]:
+        """The evidence chunks a question retrieves (routed, scoped, diversified), best first."""
+        return self.plan(query, doc_ids=doc_ids, categories=categories, k=k).hits
+
+    def _locate(self, route: Route, query: str) -> str | None:
+        """The one paper whose title + abstract stand out for the named keywords, if any."""
+        probe = " ".join(route.target_paper_keywords) or query
+        found = self.store.search_papers(probe, k=2)
+        if not found or (found[0].score or 0.0) < STAND_OUT_SCORE:
+            return None
+        if len(found) > 1 and (found[0].score or 0.0) - (found[1].score or 0.0) < STAND_OUT_MARGIN:
+            return None
+        return found[0].doc_id
+
+    def _candidates(self, query: str, search_filter: SearchFilter) -> list[StoredChunk]:
+        return self.retriever(self.store, query, search_filter, self.settings.retrieval.candidates)
+
+    def _search_paper(
+        self, query: str, doc_id: str, cats: list[SectionCategory], k: int, notes: list[str]
+    ) -> list[StoredChunk]:
+        """Track A: search inside one paper, in the routed sections; widen when they give too little."""
+        scoped = SearchFilter(doc_ids=[doc_id], categories=cats or DEFAULT_CATEGORIES)
+        hits = self._candidates(query, scoped)
+        if len(hits) < self.settings.retrieval.min_hits:
+            if cats:
+                notes.append(f"Few passages in {', '.join(c.name for c in cats)}; searched the whole paper.")
+            hits = self._candidates(query, SearchFilter(doc_ids=[doc_id]))
+        return mmr_chunks(self.store.embedder, query, hits, k, self.settings.retrieval.mmr_lambda)
+
+    def _survey(self, query: str, doc_ids: list[str], cats: list[SectionCategory], k: int) -> list[StoredChunk]:
+        """Track B: the papers whose abstracts match (or the ones given), then their full text."""
+        r = self.settings.retrieval
+        if not doc_ids:
+            abstracts = self.retriever(
+                self.store, query, SearchFilter(categories=[SectionCategory.ABSTRACT]), r.survey_papers * 3
+            )
+            doc_ids = list(dict.fromkeys(h.doc_id for h in abstracts))[: r.survey_papers]
+            if not doc_ids:
+                return []
+        hits = self._candidates(query, SearchFilter(doc_ids=doc_ids, categories=cats or DEFAULT_CATEGORIES))
+        if not hits and cats:
+            hits = self._candidates(query, SearchFilter(doc_ids=doc_ids))
+        ordered = mmr_chunks(self.store.embedder, query, hits, len(hits), r.mmr_lambda) if hits else []
+        picked: list[StoredChunk] = []
+        per: dict[str, int] = {}
+        for h in ordered:
+            if per.get(h.doc_id, 0) < r.per_paper:
+                picked.append(h)
+                per[h.doc_id] = per.get(h.doc_id, 0) + 1
+            if len(picked) == k:
+                break
+        return picked
+
+    # --- answers -------------------------------------------------------------------------------------
+
+    def answer(
+        self,
+        query: str,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        categories: Sequence[str | SectionCategory] | None = None,
+        k: int | None = None,
+        history: Sequence[Answer] | None = None,
+    ) -> Answer:
+        """Answer a question with cited sources (generated with a chat model, else extracted)."""
+        t0 = time.perf_counter()
+        plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history)
+        r = self.settings.retrieval
+        started = time.perf_counter()
+        contexts = assemble(
+            self.store,
+            plan.hits,
+            window=r.window,
+            token_budget=r.token_budget,
+            intro_tokens=r.intro_tokens,
+            with_introduction=r.intro_tokens > 0,
+        )
+        context_text, evidence = format_context(contexts)
+        plan.timings["assemble"] = time.perf_counter() - started
+        sources = [Source.from_evidence(n, ev) for n, ev in enumerate(evidence, start=1)]
+
+        started = time.perf_counter()
+        extractive = self.chat_model is None
+        supported = bool(sources)
+        notes = list(plan.notes)
+        if not self.papers():
+            text, supported = "The knowledge base is empty: add papers with `paperscope ingest PATH`.", False
+        elif not sources:
+            text = "No passage in the knowledge base answers this question."
+        elif self.chat_model is None:
+            text = extractive_answer(query, evidence)
+        else:
+            text = self._generate(query, context_text)
+            cited = {int(n) for n in _CITATION.findall(text)}
+            if cited & {s.n for s in sources}:
+                sources = [s for s in sources if s.n in cited]
+            else:
+                notes.append("The model cited none of the sources; all retrieved sources are listed.")
+        if notes and (extractive or not sources):
+            text = "\n".join([*notes, "", text])
+        plan.timings["generate"] = time.perf_counter() - started
+        plan.timings["total"] = time.perf_counter() - t0
+        return Answer(
+            query=query,
+            answer=text,
+            track=plan.track,
+            route=plan.route,
+            sources=sources,
+            extractive=extractive,
+            supported=supported,
+            notes=notes,
+            timings=plan.timings,
+            models={
+                "embedder": self.store.embedder.name,
+                "chat_model": model_name(self.chat_model),
+                "router": plan.route.source,
+                "retriever": self.settings.retrieval.retriever,
+            },
+        )
+
+    def _generate(self, query: str, context: str) -> str:
+        assert self.chat_model is not None
+        prompt = load_prompt("answer").format(context=context, question=query)
+        reply = self.chat_model.invoke([HumanMessage(content=prompt)])
+        return str(reply.text).strip()
+
+
+def evidence_sources(evidence: list[Evidence]) -> list[Source]:
+    """Sources numbered 1.. in evidence order."""
+    return [Source.from_evidence(n, ev) for n, ev in enumerate(evidence, start=1)]

@@ -1,0 +1,444 @@
+"""Query router (rules and LLM), the prompt loader and the scripted chat model, over the sample catalogue."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from pydantic import ValidationError
+
+from paperscope.agent.router import (
+    Intent,
+    LLMRouter,
+    PaperRef,
+    Route,
+    RuleRouter,
+    make_router,
+    section_cues,
+)
+from paperscope.errors import ConfigError
+from paperscope.prompts import load_prompt
+from tests.scripted_model import ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "papers"
+ROUTE_TOOL = "route_query"
+FLASHRANK_ARXIV = "2401.01234"
+
+
+def _title(source: Path) -> str:
+    """The title from the front matter, else from the first "# " heading."""
+    text = source.read_text(encoding="utf-8")
+    match = re.search(r'^title:\s*"?(.+?)"?\s*$', text, re.MULTILINE) or re.search(r"^# (.+)$", text, re.MULTILINE)
+    assert match, f"{source.name} has no title"
+    return match.group(1).strip()
+
+
+@pytest.fixture(scope="module")
+def papers() -> list[PaperRef]:
+    """The 12 sample papers, doc_id = file stem; FlashRank gets an arXiv id for the id tests."""
+    sources = sorted(EXAMPLES.glob("*.md"))
+    assert len(sources) == 12
+    return [
+        PaperRef(doc_id=p.stem, title=_title(p), arxiv_id=FLASHRANK_ARXIV if p.stem == "flashrank" else None)
+        for p in sources
+    ]
+
+
+@pytest.fixture(scope="module")
+def router(papers: list[PaperRef]) -> RuleRouter:
+    return RuleRouter(papers)
+
+
+def _route_call(intent: str, keywords: list[str], categories: list[str]) -> AIMessage:
+    args = {"intent": intent, "target_paper_keywords": keywords, "target_section_category": categories}
+    return tool_call(ROUTE_TOOL, args)
+
+
+# -- PaperRef ------------------------------------------------------------------------------------------------
+
+
+def test_paper_ref_derives_short_name(papers: list[PaperRef]) -> None:
+    names = {p.doc_id: p.short_name for p in papers}
+    assert names["flashrank"] == "FlashRank"
+    assert names["marten"] == "Marten-1B"
+    assert PaperRef(doc_id="x", title="Attention Is All You Need").short_name == ""
+    # A long head before the colon is part of the title, not a name.
+    long_head = PaperRef(doc_id="x", title="Deep Residual Learning for Image Recognition: A Study")
+    assert long_head.short_name == ""
+
+
+def test_paper_ref_from_record_reads_arxiv_id_from_source() -> None:
+    record = SimpleNamespace(doc_id="d1", title="QuantKV: 4-bit KV Cache", source="/data/in/2403.05530v2.pdf")
+    ref = PaperRef.from_record(record)
+    assert (ref.doc_id, ref.short_name, ref.arxiv_id) == ("d1", "QuantKV", "2403.05530")
+    plain = PaperRef.from_record(SimpleNamespace(doc_id="d2", title="Untitled notes"))
+    assert plain.arxiv_id is None
+
+
+# -- rule router: naming a paper -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "doc_id"),
+    [
+        ("How does FlashRank work?", "flashrank"),
+        ("What are flashrank's limitations?", "flashrank"),
+        ("In QuantKV, which bit width is used for keys?", "quantkv"),
+        ("What does the SwitchBack paper propose?", "switchback"),
+        ("How much training data did Marten-1B use?", "marten"),
+        ("How much training data did Marten use?", "marten"),  # stem of "Marten-1B"
+        ("TokenPrune的实验结果如何？", "tokenprune"),  # CJK right after the name
+        ("Why does 《HyDRA》 help zero-shot retrieval?", "hydra"),
+    ],
+)
+def test_short_name_names_a_paper(router: RuleRouter, query: str, doc_id: str) -> None:
+    route = router.route(query)
+    assert route.intent is Intent.SPECIFIC_PAPER
+    assert route.doc_ids == [doc_id]
+    assert route.source == "rules"
+    assert route.target_paper_keywords
+
+
+def test_stem_with_another_suffix_is_an_unknown_paper(router: RuleRouter) -> None:
+    route = router.route("How was Marten-2B trained?")
+    assert route.intent is Intent.SPECIFIC_PAPER
+    assert route.doc_ids == []
+    assert route.target_paper_keywords == ["Marten-2B"]
+
+
+def test_name_inside_a_longer_word_does_not_match(router: RuleRouter) -> None:
+    assert router.route("Is FlashRanking a word?").doc_ids == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'Summarize "Cheap Listwise Reranking with Distilled Cross Encoders".',  # subtitle, hyphen lost
+        "What does “FlashRank: Cheap Listwise Reranking with Distilled Cross-Encoders” claim?",
+        "What does 'cheap listwise reranking with distilled cross-encoder' conclude?",  # singular, lower case
+    ],
+)
+def test_quoted_title_names_a_paper(router: RuleRouter, query: str) -> None:
+    route = router.route(query)
+    assert route.intent is Intent.SPECIFIC_PAPER
+    assert route.doc_ids == ["flashrank"]
+
+
+def test_unquoted_title_words_name_a_paper(router: RuleRouter) -> None:
+    route = router.route("What does the paper on 4-bit key-value cache quantization report?")
+    assert route.doc_ids == ["quantkv"]
+    route = router.route("What accuracy does mixture-of-experts routing without auxiliary losses reach?")
+    assert (route.intent, route.doc_ids) == (Intent.SPECIFIC_PAPER, ["switchback"])
+    route = router.route("How does structure-aware chunking of scientific documents work?")
+    assert route.doc_ids == ["chunksage"]
+
+
+def test_too_few_title_words_do_not_name_a_paper(router: RuleRouter) -> None:
+    # 2 of FlashRank's 6 distinctive title words: a topic, not a paper.
+    assert router.route("Is listwise reranking worth it?").doc_ids == []
+
+
+@pytest.mark.parametrize("query", [f"Summarize arXiv:{FLASHRANK_ARXIV}", f"What is {FLASHRANK_ARXIV}v2 about?"])
+def test_arxiv_id_names_a_paper(router: RuleRouter, query: str) -> None:
+    route = router.route(query)
+    assert (route.intent, route.doc_ids) == (Intent.SPECIFIC_PAPER, ["flashrank"])
+
+
+@pytest.mark.parametrize(
+    ("query", "keyword"),
+    [
+        ("What does arXiv 2501.09999 propose?", "2501.09999"),
+        ('What does "Attention Is All You Need" propose?', "Attention Is All You Need"),
+        ("What does the ResNet paper say about depth?", "ResNet"),
+        ("这篇ResNet论文讲了什么？", "ResNet"),
+        ("《深度残差学习》的主要贡献是什么？", "深度残差学习"),
+    ],
+)
+def test_paper_not_in_catalogue(router: RuleRouter, query: str, keyword: str) -> None:
+    route = router.route(query)
+    assert route.intent is Intent.SPECIFIC_PAPER
+    assert route.doc_ids == []
+    assert route.target_paper_keywords == [keyword]
+
+
+def test_several_papers_best_match_first(router: RuleRouter) -> None:
+    route = router.route(f"Compare TokenPrune with arXiv {FLASHRANK_ARXIV}.")
+    assert route.doc_ids == ["flashrank", "tokenprune"]  # the arXiv id is stronger evidence than a name
+    assert route.intent is Intent.SPECIFIC_PAPER
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What methods improve RAG accuracy?",
+        "How do recent papers reduce KV cache memory?",
+        "Which papers reduce KV cache memory?",
+        "Which approaches make dense retrieval cheaper?",
+        "有哪些方法可以提高检索增强生成的准确率？",
+        "哪些论文研究了长上下文推理中的KV缓存量化？",
+        "What are common approaches to chunking scientific documents for retrieval?",
+        "How is zero-shot dense retrieval done without labelled data?",
+        "Compare mixture-of-experts routing strategies.",
+        "What is the state of the art for long-context question answering?",
+        "How do retrieval-augmented generation systems critique their own outputs?",
+        "Which papers do 4-bit key-value cache quantization?",  # title words, but asked across the field
+        "Which language model paper has the best retrieval results?",  # generic words only
+    ],
+)
+def test_survey_questions_name_no_paper(router: RuleRouter, query: str) -> None:
+    route = router.route(query)
+    assert route.intent is Intent.TOPIC_SURVEY, route
+    assert route.doc_ids == []
+    assert route.target_paper_keywords == []
+
+
+# -- rule router: sections -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "categories"),
+    [
+        ("How does FlashRank distil its cross-encoder?", ["METHOD"]),
+        ("What architecture does SwitchBack use?", ["METHOD"]),
+        ("What accuracy does QuantKV reach on LongBench?", ["EVALUATION"]),
+        ("How well does TabRetriever do in the ablation?", ["EVALUATION"]),
+        ("Why was ChunkSage needed?", ["INTRODUCTION"]),
+        ("What are the limitations and future work of HyDRA?", ["CONCLUSION"]),
+        ("What prior work does BlendIR build on?", ["RELATED_WORK"]),
+        ("What does the abstract of LongCite say?", ["ABSTRACT"]),
+        # Number question (EVALUATION) about training data (METHOD): both sections are searched.
+        ("How much training data did Marten use?", ["METHOD", "EVALUATION"]),
+        ("How many tokens was Marten-1B trained on?", ["METHOD", "EVALUATION"]),
+        ("Summarize ScholarNav.", []),
+        ("QuantKV的方法是什么？", ["METHOD"]),
+        ("QuantKV如何实现量化？", ["METHOD"]),
+        ("QuantKV的实验结果如何？", ["EVALUATION"]),  # "如何" at the end asks "how is it", not "how to"
+        ("为什么需要ReflectRAG？", ["INTRODUCTION"]),
+        ("ReflectRAG有哪些局限和不足？", ["CONCLUSION"]),
+        ("BlendIR的相关工作有哪些？", ["RELATED_WORK"]),
+        ("TokenPrune的模型结构和消融实验", ["METHOD", "EVALUATION"]),
+    ],
+)
+def test_section_cues(router: RuleRouter, query: str, categories: list[str]) -> None:
+    assert section_cues(query) == categories
+    assert router.route(query).target_section_category == categories
+
+
+def test_section_cues_use_word_boundaries() -> None:
+    # "whyte", "reproblem", "approachable" contain cue words but are not cues.
+    assert section_cues("Is Whyte's reproblem approachable?") == []
+
+
+# -- follow-ups ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("follow_up", ["What are its limitations?", "And the results?", "局限性呢？"])
+def test_follow_up_keeps_the_previous_paper(router: RuleRouter, follow_up: str) -> None:
+    first = router.route("How does FlashRank work?")
+    route = router.route(follow_up, previous=first)
+    assert route.intent is Intent.SPECIFIC_PAPER
+    assert route.doc_ids == ["flashrank"]
+    assert route.target_section_category != first.target_section_category  # the new question's sections
+
+
+def test_follow_up_naming_a_new_paper_switches(router: RuleRouter) -> None:
+    first = router.route("How does FlashRank work?")
+    assert router.route("And how does QuantKV compare?", previous=first).doc_ids == ["quantkv"]
+
+
+def test_survey_after_a_paper_question_stays_a_survey(router: RuleRouter) -> None:
+    first = router.route("How does FlashRank work?")
+    route = router.route("Which papers improve their accuracy with reranking?", previous=first)
+    assert (route.intent, route.doc_ids) == (Intent.TOPIC_SURVEY, [])
+    # Without the previous route a follow-up has nothing to refer to.
+    assert router.route("What are its limitations?").intent is Intent.TOPIC_SURVEY
+
+
+# -- Route validation ----------------------------------------------------------------------------------------
+
+
+def test_route_normalizes_categories() -> None:
+    route = Route(
+        intent=Intent.SPECIFIC_PAPER,
+        target_paper_keywords=[" FlashRank ", "flashrank", ""],
+        target_section_category=["method", "EVALUATION", "METHOD"],
+    )
+    assert route.target_section_category == ["METHOD", "EVALUATION"]
+    assert route.target_paper_keywords == ["FlashRank"]
+    assert [c.name for c in route.categories] == ["METHOD", "EVALUATION"]
+    with pytest.raises(ValidationError, match="unknown section category"):
+        Route(intent=Intent.TOPIC_SURVEY, target_paper_keywords=[], target_section_category=["RESULTS"])
+    assert Intent("SPECIFIC_PAPER") is Intent.SPECIFIC_PAPER
+
+
+# -- LLM router ----------------------------------------------------------------------------------------------
+
+
+def test_llm_router_happy_path(papers: list[PaperRef]) -> None:
+    model = ScriptedChatModel([_route_call("SPECIFIC_PAPER", ["listwise reranking"], ["evaluation"])])
+    route = LLMRouter(model, papers).route("How well does the listwise reranker do?")
+    assert route == Route(
+        intent=Intent.SPECIFIC_PAPER,
+        target_paper_keywords=["listwise reranking"],
+        target_section_category=["EVALUATION"],
+        doc_ids=["flashrank"],  # resolved from the keywords by the rule matcher
+        source="llm",
+    )
+    # One call, with the routing tool bound and the prompt filled in.
+    assert model.call_tools == [[ROUTE_TOOL]]
+    (prompt,) = model.calls[0]
+    assert isinstance(prompt, HumanMessage)
+    text = str(prompt.content)
+    assert "- QuantKV: 4-bit Key-Value Cache Quantization for Long-Context Inference" in text
+    assert text.rstrip().endswith("How well does the listwise reranker do?")
+    assert "{" not in text.replace("{{", "")  # no unfilled placeholder
+
+
+def test_llm_router_survey_and_keyword_resolution(papers: list[PaperRef]) -> None:
+    model = ScriptedChatModel(
+        [
+            _route_call("TOPIC_SURVEY", [], ["METHOD"]),
+            _route_call("SPECIFIC_PAPER", ["Marten"], []),
+            _route_call("SPECIFIC_PAPER", ["ResNet"], ["METHOD"]),
+        ]
+    )
+    router = LLMRouter(model, papers)
+    survey = router.route("Which approaches make dense retrieval cheaper?")
+    assert (survey.intent, survey.doc_ids, survey.source) == (Intent.TOPIC_SURVEY, [], "llm")
+    assert router.route("How big is the small pretrained model?").doc_ids == ["marten"]
+    unknown = router.route("How is the ResNet paper's network built?")
+    assert (unknown.intent, unknown.doc_ids, unknown.source) == (Intent.SPECIFIC_PAPER, [], "llm")
+    assert model.remaining == 0
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _route_call("SPECIFIC_PAPER", ["FlashRank"], ["RESULTS"]),  # unknown category
+        _route_call("BOTH", ["FlashRank"], []),  # bad intent
+        final("SPECIFIC_PAPER, FlashRank, METHOD"),  # plain text, no tool call
+        invalid_tool_call(ROUTE_TOOL, '{"intent": "SPECIFIC_PAP'),  # arguments not JSON
+        RuntimeError("endpoint down"),  # the call raises
+    ],
+    ids=["unknown-category", "bad-intent", "plain-text", "broken-json", "raises"],
+)
+def test_llm_router_falls_back_to_rules(
+    papers: list[PaperRef], reply: AIMessage | Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ScriptedChatModel([reply])
+    with caplog.at_level(logging.WARNING, logger="paperscope.router"):
+        route = LLMRouter(model, papers).route("How does FlashRank work?")
+    assert route == RuleRouter(papers).route("How does FlashRank work?")
+    assert (route.source, route.doc_ids, route.target_section_category) == ("rules", ["flashrank"], ["METHOD"])
+    assert model.remaining == 0 and len(model.calls) == 1
+    assert any(r.name == "paperscope.router" and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_llm_router_uses_the_given_fallback(papers: list[PaperRef]) -> None:
+    fallback = RuleRouter(papers[:1])  # a catalogue without FlashRank
+    route = LLMRouter(ScriptedChatModel([final("?")]), papers, fallback=fallback).route("How does FlashRank work?")
+    assert route.source == "rules"
+    assert route.doc_ids == []
+
+
+def test_llm_router_async(papers: list[PaperRef]) -> None:
+    model = ScriptedChatModel([_route_call("SPECIFIC_PAPER", ["QuantKV"], ["METHOD"]), ValueError("timeout")])
+    router = LLMRouter(model, papers)
+    route = asyncio.run(router.aroute("How does QuantKV quantize keys?"))
+    assert (route.source, route.doc_ids) == ("llm", ["quantkv"])
+    fallback = asyncio.run(router.aroute("How does QuantKV quantize keys?"))
+    assert (fallback.source, fallback.doc_ids) == ("rules", ["quantkv"])
+
+
+def test_llm_router_follow_up_inherits_previous_paper(papers: list[PaperRef]) -> None:
+    model = ScriptedChatModel([_route_call("SPECIFIC_PAPER", [], ["CONCLUSION"])])
+    previous = RuleRouter(papers).route("How does HyDRA work?")
+    route = LLMRouter(model, papers).route("What are its limitations?", previous=previous)
+    assert (route.source, route.doc_ids, route.target_section_category) == ("llm", ["hydra"], ["CONCLUSION"])
+
+
+def test_make_router(papers: list[PaperRef]) -> None:
+    assert type(make_router(papers)) is RuleRouter
+    assert isinstance(make_router(papers, ScriptedChatModel()), LLMRouter)
+
+
+# -- prompt loader -------------------------------------------------------------------------------------------
+
+
+def test_router_prompt_placeholders() -> None:
+    prompt = load_prompt("router")
+    assert prompt.name == "router"
+    assert prompt.placeholders == frozenset({"papers", "query"})
+    assert load_prompt("router") is prompt  # loaded once
+    text = prompt.format(papers="- X: Y", query="Q?")
+    assert "- X: Y" in text and "Q?" in text
+
+
+def test_prompt_format_checks_values() -> None:
+    prompt = load_prompt("router")
+    with pytest.raises(ConfigError, match=r"router\.md.*missing.*query"):
+        prompt.format(papers="- X")
+    with pytest.raises(ConfigError, match=r"router\.md.*unexpected.*extra"):
+        prompt.format(papers="- X", query="Q", extra="!")
+
+
+@pytest.mark.parametrize("name", ["no_such_prompt", "../errors"])
+def test_unknown_prompt(name: str) -> None:
+    with pytest.raises(ConfigError, match=r"no_such_prompt\.md|errors\.md"):
+        load_prompt(name)
+
+
+def test_prompt_braces() -> None:
+    from paperscope.prompts import _placeholders
+
+    assert _placeholders("t", "literal {{json}} and {name} and {obj.attr}") == frozenset({"name", "obj"})
+    with pytest.raises(ConfigError, match=r"t\.md"):
+        _placeholders("t", "a lone } brace")
+    with pytest.raises(ConfigError, match=r"t\.md"):
+        _placeholders("t", "positional {} field")
+
+
+# -- the scripted model itself -------------------------------------------------------------------------------
+
+
+def test_scripted_model_replays_and_records() -> None:
+    def echo(messages: list[BaseMessage]) -> AIMessage:
+        return final(f"echo: {messages[-1].content}")
+
+    model = ScriptedChatModel([tool_calls(("a", {"x": 1}), ("b", {}, "id-b")), echo, KeyError("k")])
+    bound = model.bind_tools([Route], tool_choice="any")
+    first = bound.invoke("hi")
+    assert [(c["name"], c["args"]) for c in first.tool_calls] == [("a", {"x": 1}), ("b", {})]
+    assert first.tool_calls[1]["id"] == "id-b"
+    assert asyncio.run(model.ainvoke("again")).content == "echo: again"
+    with pytest.raises(KeyError):
+        model.invoke("third")
+    with pytest.raises(AssertionError, match="ran out of replies"):
+        model.invoke("fourth")
+    assert [str(call[-1].content) for call in model.calls] == ["hi", "again", "third", "fourth"]
+    assert model.call_tools == [["Route"], [], [], []]
+    assert (bound.bound_tools, bound.tool_choice, model.bound_tools) == (["Route"], "any", [])
+
+
+def test_shared_stem_matches_only_full_names() -> None:
+    family = [
+        PaperRef(doc_id="m1", title="Marten-1B: Pretraining a Compact Language Model"),
+        PaperRef(doc_id="m7", title="Marten-7B: Scaling Up Curated Pretraining"),
+    ]
+    router = RuleRouter(family)
+    assert router.route("How was Marten-7B trained?").doc_ids == ["m7"]
+    # "Marten" alone is ambiguous here: it names neither paper.
+    assert router.route("How was Marten trained?").doc_ids == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["How many parameters does the weight predictor have?", "How much training data did they use?", "用了多少参数？"],
+)
+def test_number_questions_search_method_and_evaluation(query: str) -> None:
+    assert {"METHOD", "EVALUATION"} <= set(section_cues(query))
