@@ -300,26 +300,67 @@ def ask(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
 ) -> None:
-    """Answer a question from the papers, with numbered sources."""
-    from .agent.pipeline import Searcher
+    """Answer a question from the papers, with numbered sources.
+
+    With an LLM configured the agent searches step by step; --no-agent, --paper, --section or --k run the
+    single-shot path (explicit scopes are hard filters the agent could not be held to).
+    """
+    from .agent.searcher import AgenticSearcher
 
     settings = _settings(kb)
-    if no_agent:
+    if no_agent or paper or section or k:
         settings.agent.enable_agentic_rag = False
-    if not settings.llm.model and not as_json:
-        err_console.print(
-            "[dim]No LLM configured (PAPERSCOPE_LLM_MODEL, OPENAI_BASE_URL): answering with extracted sentences.[/dim]"
-        )
+    if not as_json:
+        _say_mode(settings)
     try:
-        with Searcher.open(settings) as searcher:
-            doc_ids = _resolve_doc_ids(searcher.store, paper, settings.store.kb) if paper else None
-            answer = searcher.answer(question, doc_ids=doc_ids, categories=section, k=k)
+        with AgenticSearcher(settings) as searcher:
+            if searcher.agentic:
+                answer = searcher.run(question)
+            else:
+                doc_ids = _resolve_doc_ids(searcher.store, paper, settings.store.kb) if paper else None
+                answer = searcher.single_shot.answer(question, doc_ids=doc_ids, categories=section, k=k)
     except (PaperscopeError, ValueError) as exc:
         raise _fail(exc) from None
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
     _print_answer(answer)
+
+
+def _mode(settings: Settings) -> str:
+    if not settings.llm.model:
+        return "single-shot, no LLM"
+    how = "agent" if settings.agent.enable_agentic_rag else "single-shot"
+    return f"{how} with {settings.llm.model}"
+
+
+def _say_mode(settings: Settings) -> None:
+    if not settings.llm.model:
+        err_console.print(
+            "[dim]No LLM configured (PAPERSCOPE_LLM_MODEL, OPENAI_BASE_URL): answering with extracted sentences.[/dim]"
+        )
+
+
+@app.command()
+def chat(
+    kb: KbOption = None,
+    no_agent: Annotated[
+        bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
+    ] = False,
+) -> None:
+    """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers."""
+    from .agent.searcher import AgenticSearcher
+    from .chat import chat_loop
+
+    settings = _settings(kb)
+    if no_agent:
+        settings.agent.enable_agentic_rag = False
+    _say_mode(settings)
+    try:
+        with AgenticSearcher(settings) as searcher:
+            chat_loop(searcher, console, mode=_mode(settings))
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
 
 
 def _print_answer(answer: Answer) -> None:
@@ -335,6 +376,9 @@ def _print_answer(answer: Answer) -> None:
             f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · {s.citation}[/dim]",
             highlight=False,
         )
+    for note in answer.notes:
+        if note not in answer.answer:
+            console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     console.print(f"[dim]{answer.timings.get('total', 0.0):.2f} s[/dim]")
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..rag.context import Evidence
+from ..rag.store import StoredChunk
 from .router import Route
 
 
@@ -46,6 +47,26 @@ class Source(BaseModel):
             pages=ev.pages,
             score=ev.score,
             text=ev.text,
+        )
+
+    @classmethod
+    def from_chunk(cls, n: int, chunk: StoredChunk) -> Source:
+        """Source number `n` for one chunk the agent read."""
+        page_end = int(chunk.metadata.get("page_end") or chunk.page_number)
+        return cls(
+            n=n,
+            citation=chunk.citation,
+            doc_id=chunk.doc_id,
+            title=chunk.title,
+            year=chunk.year,
+            section_title=chunk.section_title,
+            section_category=chunk.section_category.name,
+            chunk_index=chunk.chunk_index,
+            chunk_range=(chunk.chunk_index, chunk.chunk_index),
+            page=chunk.page_number,
+            pages=(chunk.page_number, max(page_end, chunk.page_number)),
+            score=chunk.score,
+            text=chunk.text,
         )
 
 

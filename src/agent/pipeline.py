@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -237,8 +237,12 @@ class Searcher:
         categories: Sequence[str | SectionCategory] | None = None,
         k: int | None = None,
         history: Sequence[Answer] | None = None,
+        on_token: Callable[[str], None] | None = None,
     ) -> Answer:
-        """Answer a question with cited sources (generated with a chat model, else extracted)."""
+        """Answer a question with cited sources (generated with a chat model, else extracted).
+
+        `on_token` receives the generated answer piece by piece as the model streams it.
+        """
         t0 = time.perf_counter()
         plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history)
         r = self.settings.retrieval
@@ -266,7 +270,7 @@ class Searcher:
         elif self.chat_model is None:
             text = extractive_answer(query, evidence)
         else:
-            text = self._generate(query, context_text)
+            text = self._generate(query, context_text, on_token)
             cited = {int(n) for n in _CITATION.findall(text)}
             if cited & {s.n for s in sources}:
                 sources = [s for s in sources if s.n in cited]
@@ -294,11 +298,24 @@ class Searcher:
             },
         )
 
-    def _generate(self, query: str, context: str) -> str:
+    def run(
+        self, query: str, history: Sequence[Answer] | None = None, on_token: Callable[[str], None] | None = None
+    ) -> Answer:
+        """The chat loop's entry point: `answer` with history and streaming."""
+        return self.answer(query, history=history, on_token=on_token)
+
+    def _generate(self, query: str, context: str, on_token: Callable[[str], None] | None = None) -> str:
         assert self.chat_model is not None
-        prompt = load_prompt("answer").format(context=context, question=query)
-        reply = self.chat_model.invoke([HumanMessage(content=prompt)])
-        return str(reply.text).strip()
+        messages = [HumanMessage(content=load_prompt("answer").format(context=context, question=query))]
+        if on_token is None:
+            return str(self.chat_model.invoke(messages).text).strip()
+        pieces: list[str] = []
+        for chunk in self.chat_model.stream(messages):
+            piece = str(chunk.text)
+            if piece:
+                pieces.append(piece)
+                on_token(piece)
+        return "".join(pieces).strip()
 
 
 def evidence_sources(evidence: list[Evidence]) -> list[Source]:

@@ -1,0 +1,278 @@
+"""The terminal chat loop of `paperscope chat`: questions with follow-ups, and commands to inspect answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.table import Table
+
+from .errors import PaperscopeError
+
+if TYPE_CHECKING:
+    from .agent.answer import Answer, Source
+    from .rag.store import PaperStore
+
+__all__ = ["PROMPT", "Runner", "chat_loop"]
+
+PROMPT = "you> "
+SHORT_ID = 8  # doc_id characters shown in /papers
+SOURCE_WINDOW = 2  # chunks either side of the cited one shown by /sources
+OBSERVATION_CHARS = 100
+
+HELP: list[tuple[str, str]] = [
+    ("/sources N", "source N of the last answer in full, with the chunks around it"),
+    ("/trace", "the tool calls, timings and token usage of the last answer"),
+    ("/papers", "the papers of the knowledge base"),
+    ("/help", "this list"),
+    ("/quit, /exit", "leave (Ctrl-C and Ctrl-D too)"),
+]
+
+
+class Runner(Protocol):
+    """What the chat loop asks questions of: the single-shot Searcher or the agent."""
+
+    store: PaperStore
+
+    def run(
+        self,
+        query: str,
+        history: Sequence[Answer] | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """Answer `query`, given the earlier answers; stream text pieces to `on_token` if it can."""
+        ...
+
+
+class _Quit(Exception):
+    """Raised by a command that ends the loop."""
+
+
+def chat_loop(
+    runner: Runner,
+    console: Console,
+    read: Callable[[str], str] = input,
+    *,
+    mode: str = "",
+) -> list[Answer]:
+    """Read questions and commands until /quit, Ctrl-C or end of input; return the answers given."""
+    answers: list[Answer] = []
+    _banner(runner, console, mode)
+    while True:
+        try:
+            line = read(PROMPT).strip()
+        except (EOFError, KeyboardInterrupt):
+            console.print()
+            break
+        if not line:
+            continue
+        try:
+            if line.startswith("/"):
+                _command(line, runner, console, answers)
+            else:
+                answer = _ask(line, runner, console, answers)
+                if answer is not None:
+                    answers.append(answer)
+        except (_Quit, KeyboardInterrupt):
+            console.print()
+            break
+    console.print("[dim]bye[/dim]")
+    return answers
+
+
+# --- questions -----------------------------------------------------------------------------------------
+
+
+def _ask(question: str, runner: Runner, console: Console, answers: list[Answer]) -> Answer | None:
+    """Run one question; print the answer (streamed or whole) and its sources. None on a reported error."""
+    streamed = False
+
+    def on_token(piece: str) -> None:
+        nonlocal streamed
+        streamed = True
+        console.print(piece, end="", markup=False, highlight=False, soft_wrap=True)
+
+    try:
+        answer = runner.run(question, history=list(answers), on_token=on_token)
+    except (PaperscopeError, ValueError) as exc:
+        if streamed:
+            console.print()
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return None
+    if streamed:
+        console.print()
+    else:
+        console.print(Markdown(answer.answer))
+    _print_sources(answer, console)
+    return answer
+
+
+def _pages(pages: tuple[int, int]) -> str:
+    return f"p. {pages[0]}" if pages[0] == pages[1] else f"p. {pages[0]}-{pages[1]}"
+
+
+def _print_sources(answer: Answer, console: Console) -> None:
+    for s in answer.sources:
+        console.print(
+            f"[bold]\\[{s.n}][/bold] {escape(s.title)} [dim]· {escape(s.section_title)} ({s.section_category}) · "
+            f"{_pages(s.pages)} · {escape(s.citation)}[/dim]",
+            highlight=False,
+            soft_wrap=True,  # the terminal wraps; the citation id stays whole for copying
+        )
+    track = "one paper" if answer.track == "A" else "across papers"
+    total = answer.timings.get("total")
+    took = f" · {total:.2f} s" if total is not None else ""
+    console.print(f"[dim]Track {answer.track} · {track}{took}[/dim]", highlight=False)
+    console.print()
+
+
+# --- commands ------------------------------------------------------------------------------------------
+
+
+def _command(line: str, runner: Runner, console: Console, answers: list[Answer]) -> None:
+    name, _, rest = line.partition(" ")
+    name, rest = name.lower(), rest.strip()
+    if name in ("/quit", "/exit", "/q"):
+        raise _Quit
+    if name == "/help":
+        _help(console)
+    elif name == "/sources":
+        _sources(rest, runner, console, answers)
+    elif name == "/trace":
+        _trace(console, answers)
+    elif name == "/papers":
+        _papers(runner, console)
+    else:
+        console.print(f"[yellow]unknown command {escape(name)}[/yellow]; /help lists the commands", highlight=False)
+
+
+def _banner(runner: Runner, console: Console, mode: str) -> None:
+    kb = runner.store.kb
+    try:
+        count = f"{sum(1 for p in runner.store.list_papers() if p.ready)} papers"
+    except PaperscopeError as exc:
+        count = f"papers unavailable ({exc})"
+    parts = [f"knowledge base [bold]{escape(repr(kb))}[/bold]", escape(count)]
+    if mode:
+        parts.append(escape(mode))
+    console.print("[bold]paperscope chat[/bold] · " + " · ".join(parts), highlight=False)
+    console.print("[dim]Ask a question; follow-ups remember earlier answers. /help for commands.[/dim]")
+
+
+def _help(console: Console) -> None:
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    table.add_column(no_wrap=True, style="bold")
+    table.add_column()
+    for cmd, what in HELP:
+        table.add_row(cmd, what)
+    console.print(table)
+
+
+def _sources(arg: str, runner: Runner, console: Console, answers: list[Answer]) -> None:
+    if not answers:
+        console.print("[yellow]no answer yet[/yellow]: ask a question first", highlight=False)
+        return
+    last = answers[-1]
+    if not last.sources:
+        console.print("[yellow]the last answer has no sources[/yellow]", highlight=False)
+        return
+    usage = f"usage: /sources N with N from 1 to {len(last.sources)}"
+    if not arg.isdigit():
+        console.print(f"[yellow]{usage}[/yellow]", highlight=False)
+        return
+    n = int(arg)
+    source = next((s for s in last.sources if s.n == n), None)
+    if source is None:
+        console.print(f"[yellow]no source {n} in the last answer[/yellow]; {usage}", highlight=False)
+        return
+    _print_source(source, runner, console)
+
+
+def _print_source(s: Source, runner: Runner, console: Console) -> None:
+    year = f" ({s.year})" if s.year else ""
+    console.print(f"[bold]\\[{s.n}] {escape(s.title)}{year}[/bold]", highlight=False)
+    console.print(
+        f"[dim]section {escape(s.section_title)} ({s.section_category}) · {_pages(s.pages)} · "
+        f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · cited chunk {s.chunk_index} · {escape(s.citation)}[/dim]",
+        highlight=False,
+    )
+    try:
+        chunks = runner.store.get_context_window(s.doc_id, s.chunk_index, window_size=SOURCE_WINDOW)
+    except (PaperscopeError, ValueError) as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        chunks = []
+    if not chunks:
+        console.print("[dim](the store returned no text; showing the text the answer saw)[/dim]")
+        console.print(s.text, markup=False, highlight=False)
+        return
+    for c in chunks:
+        cited = c.chunk_index == s.chunk_index
+        mark = "[bold green]▶ cited[/bold green] " if cited else ""
+        console.print()
+        console.print(
+            f"{mark}[cyan]chunk {c.chunk_index}[/cyan] [dim]· {escape(c.section_title)} "
+            f"({c.section_category.name}) · p. {c.page_number}[/dim]",
+            highlight=False,
+        )
+        console.print(c.text, markup=False, highlight=False, style="bold" if cited else None)
+
+
+def _shorten(text: str, limit: int = OBSERVATION_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _trace(console: Console, answers: list[Answer]) -> None:
+    if not answers:
+        console.print("[yellow]no answer yet[/yellow]: ask a question first", highlight=False)
+        return
+    last = answers[-1]
+    if not last.trace:
+        console.print("no tool calls (single-shot answer)", highlight=False)
+    else:
+        table = Table(title=f"trace of {last.query!r}", title_justify="left")
+        table.add_column("step", justify="right", no_wrap=True)
+        table.add_column("tool", no_wrap=True)
+        table.add_column("args", overflow="fold")
+        table.add_column("s", justify="right", no_wrap=True)
+        table.add_column("observation", overflow="fold")
+        table.add_column("error", no_wrap=True)
+        for i, step in enumerate(last.trace, start=1):
+            args = json.dumps(step.args, ensure_ascii=False, separators=(",", ":"), default=str)
+            table.add_row(
+                str(i),
+                escape(step.tool),
+                escape(args),
+                f"{step.seconds:.2f}",
+                escape(_shorten(step.observation)),
+                "[red]error[/red]" if step.error else "",
+            )
+        console.print(table)
+    if last.timings:
+        timings = " · ".join(f"{k} {v:.2f} s" for k, v in last.timings.items())
+        console.print(f"[dim]timings: {escape(timings)}[/dim]", highlight=False)
+    if last.usage:
+        usage = " · ".join(f"{k} {v}" for k, v in last.usage.items())
+        console.print(f"[dim]tokens: {escape(usage)}[/dim]", highlight=False)
+
+
+def _papers(runner: Runner, console: Console) -> None:
+    try:
+        records = [p for p in runner.store.list_papers() if p.ready]
+    except PaperscopeError as exc:
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return
+    if not records:
+        console.print("the knowledge base holds no papers; add some with `paperscope ingest PATH`", highlight=False)
+        return
+    table = Table(title=f"{len(records)} papers in {runner.store.kb!r}", title_justify="left")
+    table.add_column("doc_id", no_wrap=True)
+    table.add_column("year", justify="right", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for p in records:
+        table.add_row(p.doc_id[:SHORT_ID], str(p.year or ""), escape(p.title))
+    console.print(table)

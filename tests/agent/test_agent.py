@@ -1,0 +1,276 @@
+"""The LangGraph agent driven by a scripted chat model over the sample corpus in a real Milvus Lite store."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+
+from paperscope.agent.searcher import AgenticSearcher
+from paperscope.agent.tools import AgentTools, RunState
+from paperscope.rag.store import PaperStore
+from tests.scripted_model import ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
+
+CITE = re.compile(r"\[([0-9a-f-]{36}:\d+)\]")
+
+
+def tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
+    return [m for m in messages if isinstance(m, ToolMessage)]
+
+
+def cited_in_last_result(
+    pick: Callable[[list[str]], list[str]], answer: str
+) -> Callable[[list[BaseMessage]], AIMessage]:
+    """A scripted step that finishes citing ids picked from the latest tool result."""
+
+    def step(messages: list[BaseMessage]) -> AIMessage:
+        ids = CITE.findall(str(tool_results(messages)[-1].content))
+        chosen = pick(ids)
+        text = answer + " " + "".join(f"[{c}]" for c in chosen)
+        return tool_call("finish", {"answer": text, "sources": chosen})
+
+    return step
+
+
+def window_of_first_hit(messages: list[BaseMessage]) -> AIMessage:
+    doc_id, index = CITE.findall(str(tool_results(messages)[-1].content))[0].split(":")
+    return tool_call("get_context_window", {"doc_id": doc_id, "chunk_index": int(index), "window": 1})
+
+
+@pytest.fixture
+def agent_for(sample_kb: PaperStore) -> Callable[..., tuple[AgenticSearcher, ScriptedChatModel]]:
+    def make(*steps: object, max_iterations: int = 5) -> tuple[AgenticSearcher, ScriptedChatModel]:
+        model = ScriptedChatModel(list(steps))  # type: ignore[arg-type]
+        return AgenticSearcher(sample_kb, model, max_iterations=max_iterations), model
+
+    return make
+
+
+def test_track_a_abstracts_then_scoped_section_then_window(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["flashrank"]
+    searcher, model = agent_for(
+        tool_call("search_abstracts", {"query": "FlashRank listwise reranking distillation"}),
+        tool_call("search_by_section", {"query": "how many queries are labelled", "doc_id": doc, "category": "METHOD"}),
+        window_of_first_hit,
+        cited_in_last_result(lambda ids: ids[:2], "FlashRank labels 1.2 million queries."),
+    )
+    answer = searcher.run("How many queries was FlashRank trained on?")
+    assert [s.tool for s in answer.trace] == [
+        "search_abstracts",
+        "search_by_section",
+        "get_context_window",
+    ]
+    assert not any(s.error for s in answer.trace)
+    assert answer.track == "A" and answer.supported and not answer.extractive
+    assert [s.n for s in answer.sources] == [1, 2] and {s.doc_id for s in answer.sources} == {doc}
+    assert answer.answer == "FlashRank labels 1.2 million queries. [1][2]"
+    # The scoped search reached the store as asked: only that paper, only METHOD.
+    scoped = tool_results(model.calls[2])[-1].content
+    assert all(c.startswith(doc) for c in CITE.findall(str(scoped)))
+    assert "(METHOD)" in str(scoped) and "(RELATED_WORK)" not in str(scoped)
+    # The model saw the system prompt with the catalogue and the tools bound.
+    assert isinstance(model.calls[0][0], SystemMessage) and doc in str(model.calls[0][0].content)
+    assert set(model.call_tools[0]) == {
+        "search_abstracts",
+        "search_by_section",
+        "get_context_window",
+        "get_paper_introduction",
+        "finish",
+    }
+    assert answer.models["router"] == "agent" and answer.timings["turns"] == 4
+
+
+def test_track_b_draws_on_several_papers_and_runs_calls_concurrently(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    a, b = sample_doc_ids["reflectrag"], sample_doc_ids["hydra"]
+    searcher, model = agent_for(
+        tool_call("search_abstracts", {"query": "improve retrieval-augmented generation", "k": 5}),
+        tool_calls(
+            ("search_by_section", {"query": "results", "doc_id": a, "category": "EVALUATION", "k": 2}),
+            ("search_by_section", {"query": "results", "doc_id": b, "category": "EVALUATION", "k": 2}),
+            ("get_paper_introduction", {"doc_id": a}),
+        ),
+        lambda messages: tool_call(
+            "finish",
+            {
+                "answer": "Self-critique and hypothetical documents both help.",
+                "sources": [CITE.findall(str(m.content))[0] for m in tool_results(messages)[-3:-1]],
+            },
+        ),
+    )
+    answer = searcher.run("What methods improve retrieval-augmented generation?")
+    assert answer.track == "B" and {s.doc_id for s in answer.sources} == {a, b}
+    # All three calls of the second turn answered in that turn.
+    assert len(tool_results(model.calls[2])) == 4
+    assert [s.tool for s in answer.trace].count("search_by_section") == 2
+
+
+@pytest.mark.parametrize(
+    ("bad_call", "error"),
+    [
+        (("search_by_section", {"query": "x", "doc_id": "0" * 8 + "-dead-beef-0000-000000000000"}), "unknown doc_id"),
+        (("search_by_section", {"query": "x", "category": "RESULTS"}), "unknown category 'RESULTS'"),
+        (("search_by_section", {"query": "x", "doc_id": 'x" or doc_id != "'}), "invalid doc_id"),
+        (("get_context_window", {"doc_id": "DOC", "chunk_index": 3, "window": 10}), "window"),
+        (("get_context_window", {"doc_id": "DOC", "chunk_index": 99999}), "past the end"),
+        (("get_paper_introduction", {}), "doc_id"),
+        (("no_such_tool", {}), "no_such_tool"),
+    ],
+)
+def test_a_bad_argument_goes_back_to_the_model(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]],
+    sample_doc_ids: dict[str, str],
+    bad_call: tuple[str, dict[str, object]],
+    error: str,
+) -> None:
+    doc = sample_doc_ids["quantkv"]
+    name, args = bad_call[0], {k: (doc if v == "DOC" else v) for k, v in bad_call[1].items()}
+    searcher, model = agent_for(
+        tool_call(name, args),
+        tool_call("search_by_section", {"query": "memory saving", "doc_id": doc}),
+        cited_in_last_result(lambda ids: ids[:1], "QuantKV saves memory."),
+    )
+    answer = searcher.run("How much memory does QuantKV save?")
+    [message] = tool_results(model.calls[1])
+    assert message.status == "error" and error in str(message.content)
+    assert "\n" not in str(message.content) and len(str(message.content)) < 300
+    assert answer.supported and answer.sources[0].doc_id == doc
+    assert answer.trace[0].error and error in answer.trace[0].observation
+
+
+def test_invalid_json_arguments_are_reported(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    searcher, model = agent_for(
+        invalid_tool_call("search_abstracts", '{"query": "kv cache'),
+        final("I could not search."),
+    )
+    answer = searcher.run("What reduces KV cache memory?")
+    [message] = tool_results(model.calls[1])
+    assert "not valid JSON" in str(message.content)
+    assert not answer.supported and answer.answer == "I could not search."
+
+
+def test_fabricated_sources_are_dropped(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["marten"]
+    fake = f"{sample_doc_ids['tokenprune']}:3"
+
+    def finish_with_fake(messages: list[BaseMessage]) -> AIMessage:
+        real = CITE.findall(str(tool_results(messages)[-1].content))[0]
+        return tool_call("finish", {"answer": f"600B tokens [{real}] on 256 GPUs [{fake}].", "sources": [real, fake]})
+
+    searcher, _ = agent_for(
+        tool_call("search_by_section", {"query": "pretraining tokens", "doc_id": doc}),
+        finish_with_fake,
+    )
+    answer = searcher.run("How many tokens was Marten-1B trained on?")
+    assert [s.citation for s in answer.sources] == [answer.sources[0].citation]
+    assert answer.sources[0].doc_id == doc and answer.answer == "600B tokens [1] on 256 GPUs ."
+    assert any(s.error and fake in s.observation for s in answer.trace)
+    assert any("Dropped 1" in n for n in answer.notes)
+
+
+def test_an_answer_with_only_fabricated_sources_is_unsupported(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    fake = f"{sample_doc_ids['marten']}:1"
+    searcher, _ = agent_for(tool_call("finish", {"answer": f"It is 42 [{fake}].", "sources": [fake]}))
+    answer = searcher.run("What is the answer?")
+    assert not answer.supported and answer.sources == []
+    assert "No retrieved passage supports this answer." in answer.notes
+
+
+def test_running_out_of_turns_answers_from_what_was_gathered(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["switchback"]
+
+    def wrap_up(messages: list[BaseMessage]) -> AIMessage:
+        ids = [c for m in tool_results(messages) for c in CITE.findall(str(m.content))]
+        return final(f"SwitchBack uses 64 experts [{ids[0]}]; the search was cut short.")
+
+    searcher, model = agent_for(
+        tool_call("search_abstracts", {"query": "mixture of experts routing"}),
+        tool_call("search_by_section", {"query": "number of experts", "doc_id": doc}),
+        wrap_up,
+        max_iterations=2,
+    )
+    answer = searcher.run("How many experts does SwitchBack use?")
+    assert len(model.calls) == 3 and "out of turns" in str(model.calls[2][-1].content)
+    assert any("cut short" in n for n in answer.notes)
+    assert answer.supported and answer.answer.startswith("SwitchBack uses 64 experts [1]")
+
+
+def test_history_reaches_the_model(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["longcite"]
+    searcher, model = agent_for(
+        tool_call("search_by_section", {"query": "training data", "doc_id": doc}),
+        cited_in_last_result(lambda ids: ids[:1], "It uses 38,000 QA pairs."),
+        tool_call("search_by_section", {"query": "ablation", "doc_id": doc, "category": "EVALUATION"}),
+        cited_in_last_result(lambda ids: ids[:1], "The ablation shows citations matter."),
+    )
+    first = searcher.run("How much data did LongCite train on?")
+    second = searcher.run("What about its ablation?", history=[first])
+    sent = [str(m.content) for m in model.calls[2]]
+    assert "How much data did LongCite train on?" in sent and any(doc in s for s in sent)
+    assert second.sources and second.sources[0].doc_id == doc
+
+
+def test_without_a_model_or_when_disabled_it_runs_single_shot(sample_kb: PaperStore) -> None:
+    no_model = AgenticSearcher(sample_kb, None)
+    no_model.chat_model = None
+    no_model.single_shot.chat_model = None
+    answer = no_model.run("How does BlendIR weight BM25 against dense scores?")
+    assert not no_model.agentic and answer.extractive and answer.trace == [] and answer.sources
+    settings = sample_kb.settings.model_copy(deep=True)
+    settings.llm.use_for_routing = False  # else the router's LLM call takes the one scripted reply
+    model = ScriptedChatModel([final("generated [1]")])
+    disabled = AgenticSearcher(sample_kb, model, settings=settings, enable_agentic_rag=False)
+    answer = disabled.run("How does BlendIR weight BM25 against dense scores?")
+    assert not disabled.agentic and answer.trace == [] and answer.answer == "generated [1]"
+
+
+def test_arun(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["tabretriever"]
+    searcher, _ = agent_for(
+        tool_call("search_by_section", {"query": "tables", "doc_id": doc}),
+        cited_in_last_result(lambda ids: ids[:1], "Tables."),
+    )
+    answer = asyncio.run(searcher.arun("What does TabRetriever retrieve?"))
+    assert answer.sources and answer.sources[0].doc_id == doc
+
+
+def test_streaming_hands_the_answer_to_the_chat(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["hydra"]
+    searcher, _ = agent_for(
+        tool_call("search_by_section", {"query": "hypothetical documents", "doc_id": doc}),
+        cited_in_last_result(lambda ids: ids[:1], "Eight hypothetical documents."),
+    )
+    pieces: list[str] = []
+    answer = searcher.run("How many hypothetical documents does HyDRA generate?", on_token=pieces.append)
+    assert "".join(pieces) == answer.answer
+
+
+def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
+    state = RunState()
+    tools = AgentTools(sample_kb, sample_kb.settings, state)
+    doc = sample_doc_ids["chunksage"]
+    out = tools.get_context_window(doc, 0, 1)
+    assert CITE.findall(out) == [f"{doc}:0", f"{doc}:1"]
+    assert set(state.seen) == {f"{doc}:0", f"{doc}:1"}
+    intro = tools.get_paper_introduction(doc)
+    assert "(INTRODUCTION)" in intro and all(c in state.seen for c in CITE.findall(intro))

@@ -1,0 +1,289 @@
+"""The terminal chat loop, driven through scripted input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from paperscope.agent.answer import Answer, Source, TraceStep
+from paperscope.agent.pipeline import Searcher
+from paperscope.agent.router import Route
+from paperscope.chat import Runner, chat_loop
+from paperscope.errors import StoreError
+from paperscope.parser.models import SectionCategory
+from paperscope.rag.store import PaperRecord, PaperStore, StoredChunk
+
+ROUTE = Route(intent="SPECIFIC_PAPER", target_paper_keywords=[], target_section_category=[])
+DOC = "a" * 64
+
+
+class FakeStore:
+    """Just enough of PaperStore for the loop: a name, a catalogue and context windows."""
+
+    kb = "fake-kb"
+
+    def list_papers(self) -> list[PaperRecord]:
+        return [
+            PaperRecord(doc_id=DOC, title="FlashRank: Fast Rerankers", year=2024, status="ready"),
+            PaperRecord(doc_id="b" * 64, title="Half Ingested", year=2023, status="ingesting"),
+        ]
+
+    def get_context_window(self, doc_id: str, center_chunk_index: int, window_size: int = 1) -> list[StoredChunk]:
+        return [
+            StoredChunk(
+                id=i,
+                doc_id=doc_id,
+                title="FlashRank: Fast Rerankers",
+                year=2024,
+                chunk_index=i,
+                text=f"text of chunk {i}",
+                index_text=f"text of chunk {i}",
+                section_title="Method",
+                parent_section="",
+                section_category=SectionCategory.METHOD,
+                hierarchy_level=1,
+                page_number=3,
+            )
+            for i in range(max(0, center_chunk_index - window_size), center_chunk_index + window_size + 1)
+        ]
+
+
+def source(n: int = 1, doc_id: str = DOC, chunk_index: int = 5, title: str = "FlashRank: Fast Rerankers") -> Source:
+    return Source(
+        n=n,
+        citation=f"{doc_id}:{chunk_index}",
+        doc_id=doc_id,
+        title=title,
+        year=2024,
+        section_title="Method",
+        section_category="METHOD",
+        chunk_index=chunk_index,
+        chunk_range=(chunk_index - 1, chunk_index + 1),
+        page=3,
+        pages=(3, 4),
+        score=0.8,
+        text="the evidence as the answer saw it",
+    )
+
+
+def answer(text: str, query: str = "q", **fields: Any) -> Answer:
+    fields.setdefault("sources", [source()])
+    return Answer(query=query, answer=text, track="A", route=ROUTE, **fields)
+
+
+class FakeRunner:
+    """Returns canned answers (or raises canned exceptions) in order and records what it was given."""
+
+    def __init__(self, replies: Sequence[Answer | BaseException], store: Any = None, stream: bool = False) -> None:
+        self.store: PaperStore = store if store is not None else FakeStore()
+        self.replies = list(replies)
+        self.stream = stream
+        self.queries: list[str] = []
+        self.history_lengths: list[int] = []
+
+    def run(
+        self,
+        query: str,
+        history: Sequence[Answer] | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        self.queries.append(query)
+        self.history_lengths.append(len(history or []))
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        if self.stream and on_token is not None:
+            text = reply.answer
+            for i in range(0, len(text), 4):
+                on_token(text[i : i + 4])
+        return reply
+
+
+class Script:
+    """A fake `input`: pops scripted lines, then raises EOFError (or a given exception)."""
+
+    def __init__(self, *lines: str, end: BaseException | None = None) -> None:
+        self.lines = list(lines)
+        self.end = end or EOFError()
+        self.prompts: list[str] = []
+
+    def __call__(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if not self.lines:
+            raise self.end
+        line = self.lines.pop(0)
+        if line == "^C":
+            raise KeyboardInterrupt
+        return line
+
+
+def chat(runner: Runner, *lines: str, mode: str = "single-shot, no LLM", end: BaseException | None = None) -> str:
+    """Run the loop over scripted lines; the console text."""
+    console = Console(record=True, width=120)
+    chat_loop(runner, console, Script(*lines, end=end), mode=mode)
+    return console.export_text()
+
+
+def test_banner_names_the_kb_ready_papers_mode_and_help() -> None:
+    out = chat(FakeRunner([]), mode="agent with qwen2.5")
+    first = out.splitlines()[0]
+    assert "'fake-kb'" in first and "1 papers" in first and "agent with qwen2.5" in first
+    assert "/help for commands" in out
+    assert out.rstrip().endswith("bye")
+
+
+def test_a_question_is_answered_with_its_sources_and_history_grows() -> None:
+    runner = FakeRunner([answer("FlashRank uses **1.2 million** queries [1]."), answer("Follow-up answer [1].")])
+    console = Console(record=True, width=120)
+    script = Script("", "How many queries?", "   ", "And then?")
+    answers = chat_loop(runner, console, script)
+    out = console.export_text()
+    assert runner.queries == ["How many queries?", "And then?"]
+    assert runner.history_lengths == [0, 1]
+    assert [a.answer for a in answers] == ["FlashRank uses **1.2 million** queries [1].", "Follow-up answer [1]."]
+    assert "FlashRank uses 1.2 million queries [1]." in out  # rendered as Markdown
+    assert f"[1] FlashRank: Fast Rerankers · Method (METHOD) · p. 3-4 · {DOC}:5" in out
+    assert script.prompts == ["you> "] * 5
+
+
+def test_streamed_tokens_are_printed_once() -> None:
+    text = "FlashRank distils a cross-encoder [1]."
+    runner = FakeRunner([answer(text)], stream=True)
+    out = chat(runner, "What does FlashRank do?")
+    assert out.count(text) == 1
+    assert "[1] FlashRank: Fast Rerankers" in out
+
+
+def test_sources_shows_the_full_context_from_the_store(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
+    doc_id = sample_doc_ids["flashrank"]
+    window = sample_kb.get_context_window(doc_id, 5, window_size=2)
+    cited = next(c for c in window if c.chunk_index == 5)
+    src = source(doc_id=doc_id, chunk_index=5, title=cited.title).model_copy(
+        update={
+            "section_title": cited.section_title,
+            "section_category": cited.section_category.name,
+            "pages": (window[0].page_number, window[-1].page_number),
+        }
+    )
+    runner = FakeRunner([answer("About FlashRank [1].", sources=[src])], store=sample_kb)
+    out = chat(runner, "What is FlashRank?", "/sources 1")
+    flat = " ".join(out.split())
+    assert f"[1] {cited.title} (2024)" in out
+    assert f"chunks 4-6 · cited chunk 5 · {doc_id}:5" in flat
+    for c in window:
+        assert f"chunk {c.chunk_index} · {c.section_title} ({c.section_category.name}) · p. {c.page_number}" in flat
+        assert " ".join(c.text.split()) in flat
+    assert "▶ cited chunk 5" in out
+    assert out.count("▶ cited") == 1
+
+
+def test_sources_hints_on_bad_numbers() -> None:
+    out = chat(FakeRunner([answer("An answer [1].")]), "/sources 1", "q", "/sources 9", "/sources x", "/sources")
+    assert "no answer yet" in out
+    assert "no source 9 in the last answer" in out
+    assert out.count("usage: /sources N with N from 1 to 1") == 3
+
+
+def test_trace_prints_tool_calls_timings_and_usage() -> None:
+    trace = [
+        TraceStep(tool="search_papers", args={"query": "FlashRank", "k": 3}, observation="x " * 200, seconds=0.25),
+        TraceStep(tool="read_section", args={"doc_id": "nope"}, observation="unknown doc_id", error=True),
+    ]
+    reply = answer("Agent answer [1].", trace=trace, timings={"total": 1.5}, usage={"input_tokens": 812})
+    out = chat(FakeRunner([reply]), "/trace", "q", "/trace")
+    assert "no answer yet" in out
+    assert "search_papers" in out and '{"query":"FlashRank","k":3}' in out and "0.25" in out
+    assert "read_section" in out and "error" in out and "unknown doc_id" in out
+    assert "…" in out and "x " * 60 not in out  # the observation is shortened
+    assert "total 1.50 s" in out and "input_tokens 812" in out
+
+
+def test_trace_of_a_single_shot_answer() -> None:
+    out = chat(FakeRunner([answer("Extracted [1].", timings={"route": 0.01, "total": 0.2})]), "q", "/trace")
+    assert "no tool calls (single-shot answer)" in out
+    assert "route 0.01 s · total 0.20 s" in out
+
+
+def test_papers_lists_ready_papers_help_and_unknown_commands() -> None:
+    out = chat(FakeRunner([]), "/papers", "/help", "/frobnicate")
+    assert "aaaaaaaa" in out and "2024" in out and "FlashRank: Fast Rerankers" in out
+    assert "Half Ingested" not in out and DOC not in out
+    for cmd in ("/sources N", "/trace", "/papers", "/help", "/quit"):
+        assert cmd in out
+    assert "unknown command /frobnicate" in out
+
+
+def test_an_error_from_the_runner_keeps_the_loop_going() -> None:
+    runner = FakeRunner([StoreError("knowledge base 'x': search failed"), ValueError("bad"), answer("Fine [1].")])
+    console = Console(record=True, width=120)
+    answers = chat_loop(runner, console, Script("one", "two", "three"))
+    out = console.export_text()
+    assert "error: knowledge base 'x': search failed" in out and "error: bad" in out
+    assert [a.answer for a in answers] == ["Fine [1]."]
+    assert runner.history_lengths == [0, 0, 0]
+
+
+@pytest.mark.parametrize("command", ["/quit", "/exit", "/QUIT"])
+def test_quit_stops_before_later_lines(command: str) -> None:
+    runner = FakeRunner([answer("never")])
+    script = Script(command, "a question")
+    chat_loop(runner, Console(record=True, width=120), script)
+    assert runner.queries == [] and script.lines == ["a question"]
+
+
+def test_ctrl_c_while_reading_ends_cleanly() -> None:
+    runner = FakeRunner([answer("never")])
+    script = Script("^C", "a question")
+    console = Console(record=True, width=120)
+    assert chat_loop(runner, console, script) == []
+    assert runner.queries == [] and console.export_text().rstrip().endswith("bye")
+
+
+def test_ctrl_c_while_answering_ends_cleanly() -> None:
+    runner = FakeRunner([answer("First [1]."), KeyboardInterrupt()])
+    console = Console(record=True, width=120)
+    answers = chat_loop(runner, console, Script("one", "two", "three"))
+    assert [a.answer for a in answers] == ["First [1]."] and runner.queries == ["one", "two"]
+    assert console.export_text().rstrip().endswith("bye")
+
+
+def test_eof_ends_cleanly() -> None:
+    console = Console(record=True, width=120)
+    assert chat_loop(FakeRunner([]), console, Script(end=EOFError())) == []
+    assert console.export_text().rstrip().endswith("bye")
+
+
+class SearcherRunner:
+    """The single-shot Searcher as a Runner (its own `run` when it has one)."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.searcher = searcher
+        self.store = searcher.store
+
+    def run(
+        self,
+        query: str,
+        history: Sequence[Answer] | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        run = getattr(self.searcher, "run", None)
+        if run is not None:
+            result: Answer = run(query, history=history, on_token=on_token)
+            return result
+        return self.searcher.answer(query, history=history)
+
+
+def test_the_single_shot_searcher_follows_up_on_the_same_paper(
+    sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    console = Console(record=True, width=120)
+    questions = Script("How many queries was FlashRank trained on?", "What about its evaluation results?")
+    first, follow = chat_loop(SearcherRunner(Searcher(sample_kb)), console, questions, mode="single-shot, no LLM")
+    out = console.export_text()
+    assert first.sources and first.sources[0].doc_id == sample_doc_ids["flashrank"]
+    assert follow.sources and {s.doc_id for s in follow.sources} == {first.sources[0].doc_id}
+    assert "12 papers" in out.splitlines()[0]
+    assert f"[1] {first.sources[0].title}" in out
