@@ -363,6 +363,80 @@ def chat(
         raise _fail(exc) from None
 
 
+@app.command("eval")
+def evaluate(
+    file: Annotated[Path, typer.Argument(help="Gold queries: JSONL (one object per line) or YAML.")],
+    kb: KbOption = None,
+    no_agent: Annotated[
+        bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
+    ] = False,
+    k: Annotated[int, typer.Option("--k", min=1, max=50, help="Sources scored per query.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write a Markdown report here.")] = None,
+) -> None:
+    """Replay gold queries and report routing, retrieval and answer quality, and latency."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from .agent.searcher import AgenticSearcher
+    from .eval.queries import load_queries
+    from .eval.report import LABELS, SHORT, fmt, markdown, summary_rows
+    from .eval.runner import EXPLANATIONS, METRICS, run_eval
+
+    settings = _settings(kb, retrieval={"k": max(k, 5)})
+    if no_agent:
+        settings.agent.enable_agentic_rag = False
+    try:
+        queries = load_queries(file)
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    bars = Progress(
+        TextColumn("eval"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=as_json or not err_console.is_terminal,
+    )
+    try:
+        with AgenticSearcher(settings) as searcher, bars:
+            task = bars.add_task("eval", total=len(queries))
+            report = run_eval(
+                searcher, queries, k=k, file=str(file), mode=_mode(settings), on_result=lambda _: bars.advance(task)
+            )
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    if out is not None:
+        out.write_text(markdown(report), encoding="utf-8")
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    table = Table(title=f"eval {file.name} · {report.mode} · k={k}")
+    table.add_column("set", no_wrap=True)
+    table.add_column("n", justify="right")
+    for m in METRICS:
+        table.add_column(SHORT[m].replace("@k", f"@{k}"), justify="right")
+    table.add_column("p50 s", justify="right")
+    for label, summary in summary_rows(report):
+        table.add_row(
+            label,
+            str(summary.queries),
+            *(fmt(summary.scores[m]) for m in METRICS),
+            f"{summary.latency_p50:.2f}",
+        )
+    console.print(table)
+    for m, text in EXPLANATIONS.items():
+        console.print(f"[dim]{SHORT.get(m, m)} = {LABELS.get(m, m)}: {text}[/dim]", highlight=False)
+    errors = [r for r in report.results if r.error]
+    for r in errors:
+        err_console.print(f"[red]{r.id}[/red]: {r.error}", highlight=False)
+    if out is not None:
+        console.print(f"report written to {out}")
+    if errors:
+        raise typer.Exit(code=1)
+
+
 def _print_answer(answer: Answer) -> None:
     from rich.markdown import Markdown
     from rich.panel import Panel

@@ -1,0 +1,1 @@
+"""Replay gold queries through a searcher and score routing, retrieval and answers."""

@@ -1,0 +1,60 @@
+"""Per-query scores. Text matching normalises case, whitespace and hyphenation, so a parser fix that
+re-joins a hyphenated word or changes line breaks does not silently change a score."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+_HYPHEN_BREAK = re.compile(r"(\w)-\s+(\w)")
+_SPACE = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Lower case, words split at a line-end hyphen re-joined, hyphens and whitespace runs made single spaces."""
+    text = _HYPHEN_BREAK.sub(r"\1\2", text.casefold())
+    text = text.replace("\u00ad", "").replace("-", " ")
+    return _SPACE.sub(" ", text).strip()
+
+
+def contains(text: str, needle: str) -> bool:
+    """`needle` occurs in `text` after normalising both; a joined hyphenation also matches its hyphenated form."""
+    hay, pin = normalize(text), normalize(needle)
+    return pin in hay or pin.replace(" ", "") in hay.replace(" ", "")
+
+
+def relevant(text: str, evidence: Sequence[str]) -> bool:
+    """A passage is relevant when it contains any evidence string."""
+    return any(contains(text, e) for e in evidence)
+
+
+def recall_at_k(texts: Sequence[str], evidence: Sequence[str], k: int) -> float:
+    """Share of the evidence strings found in the top-k passages."""
+    top = texts[:k]
+    return sum(1 for e in evidence if any(contains(t, e) for t in top)) / len(evidence)
+
+
+def reciprocal_rank(texts: Sequence[str], evidence: Sequence[str]) -> float:
+    """1 / rank of the first relevant passage (0 when none is)."""
+    for rank, t in enumerate(texts, start=1):
+        if relevant(t, evidence):
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(texts: Sequence[str], evidence: Sequence[str], k: int = 10) -> float:
+    """Binary-relevance nDCG@k; the ideal ranking has min(#evidence strings, k) relevant passages on top."""
+    dcg = sum(1.0 / math.log2(rank + 1) for rank, t in enumerate(texts[:k], start=1) if relevant(t, evidence))
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(evidence), k) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def precision(found: Sequence[str], wanted: Sequence[str]) -> float:
+    """Share of `found` items that are in `wanted`."""
+    return sum(1 for f in found if f in wanted) / len(found)
+
+
+def coverage(answer: str, facts: Sequence[str]) -> float:
+    """Share of the facts the answer states."""
+    return sum(1 for f in facts if contains(answer, f)) / len(facts)
