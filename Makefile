@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PAPERSCOPE := $(VENV)/bin/paperscope
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint corpus bench clean
+.PHONY: install demo test lint corpus bench eval clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,13 +19,15 @@ install: $(STAMP)
 corpus: install
 	$(PY) examples/render_papers.py --out examples/pdfs
 
-# Ingest the sample corpus into the embedded default (Milvus Lite under .paperscope/); a second run
-# finds every paper unchanged.
+# Ingest the sample corpus into the embedded default (Milvus Lite under .paperscope/; a second run finds
+# every paper unchanged), then ask a Track A and a Track B question (with an LLM if one is configured).
 demo: install
 	@test -d examples/pdfs || $(PY) examples/render_papers.py --out examples/pdfs
 	$(PAPERSCOPE) parse examples/pdfs/flashrank.pdf
 	$(PAPERSCOPE) ingest examples/pdfs
 	$(PAPERSCOPE) papers
+	$(PAPERSCOPE) ask "How much training data did FlashRank use?"
+	$(PAPERSCOPE) ask "What methods improve the accuracy of retrieval-augmented generation?"
 
 lint: install
 	$(PY) -m ruff check src tests benchmarks examples
@@ -38,6 +40,10 @@ bench: install
 	$(PY) benchmarks/parse_bench.py
 	$(PY) benchmarks/ingest_bench.py
 	$(PY) benchmarks/store_bench.py --chunks 10000
+
+eval: install
+	$(PAPERSCOPE) ingest examples/pdfs
+	$(PAPERSCOPE) eval eval/sample.jsonl --no-agent --out eval/report.md
 
 clean:
 	rm -rf $(VENV) .paperscope .pytest_cache .mypy_cache .ruff_cache

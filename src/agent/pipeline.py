@@ -39,6 +39,19 @@ _ANAPHORA = re.compile(
     r"\b(it|its|this paper|that paper|the paper|this work|the authors|they|their)\b|它|这篇|该论文|作者", re.I
 )
 _CITATION = re.compile(r"\[(\d+)\]")
+# Survey phrasing says "across papers" but carries no topic; BM25 and the embedding both match it on
+# every paper that talks about "papers" or "methods", so Track B searches with the topic alone.
+_SURVEY_WORDS = re.compile(
+    r"\b(which|what|how do|how have|recent|existing|other)\s+(papers?|works?|methods?|approaches|systems|"
+    r"techniques|studies)\b|\b(papers?|works?|studies)\b|有哪些|哪些(工作|论文|方法)?",
+    re.IGNORECASE,
+)
+
+
+def survey_focus(query: str) -> str:
+    """The topic of a survey question, without its "which papers ..." phrasing (the query if nothing is left)."""
+    focus = " ".join(_SURVEY_WORDS.sub(" ", query).split())
+    return focus if len(focus) >= 3 else query
 
 
 @dataclass
@@ -206,6 +219,7 @@ class Searcher:
     def _survey(self, query: str, doc_ids: list[str], cats: list[SectionCategory], k: int) -> list[StoredChunk]:
         """Track B: the papers whose abstracts match (or the ones given), then their full text."""
         r = self.settings.retrieval
+        query = survey_focus(query)
         if not doc_ids:
             abstracts = self.retriever(
                 self.store, query, SearchFilter(categories=[SectionCategory.ABSTRACT]), r.survey_papers * 3
