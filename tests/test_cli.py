@@ -129,3 +129,13 @@ def test_ask_json(sample_kb: PaperStore, sample_doc_ids: dict[str, str], monkeyp
     assert result.exit_code == 1 and "--paper ffffffff is not a paper" in result.stderr
     result = runner.invoke(app, ["ask", "anything", "--section", "NOPE"])
     assert result.exit_code == 1 and "unknown section category 'NOPE'" in result.stderr
+
+
+def test_chat_command_reads_stdin(sample_kb: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(sample_kb.settings.home))
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    result = CliRunner().invoke(app, ["chat", "--no-agent"], input="What does TokenPrune prune?\n/papers\n/quit\n")
+    assert result.exit_code == 0, result.stderr
+    assert "single-shot, no LLM" in result.stdout
+    assert "TokenPrune" in result.stdout and "[1]" in result.stdout
+    assert "FlashRank" in result.stdout  # the /papers listing
