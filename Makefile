@@ -26,7 +26,7 @@ demo: install
 	$(PAPERSCOPE) parse examples/pdfs/flashrank.pdf
 	$(PAPERSCOPE) ingest examples/pdfs
 	$(PAPERSCOPE) papers
-	$(PAPERSCOPE) ask "How much training data did FlashRank use?"
+	$(PAPERSCOPE) ask "How many GPUs were used to pretrain Marten-1B, and for how long?"
 	$(PAPERSCOPE) ask "What methods improve the accuracy of retrieval-augmented generation?"
 
 lint: install
