@@ -36,10 +36,10 @@ lint: install
 test: install lint
 	$(PY) -m pytest -q
 
+# Parse, ingest, query latency at 1k and 10k chunks, memory: writes benchmarks/RESULTS.md (about 5 min).
+# Heavier: python benchmarks/query_bench.py --sizes 100000; python benchmarks/run_all.py --with-store-bench
 bench: install
-	$(PY) benchmarks/parse_bench.py
-	$(PY) benchmarks/ingest_bench.py
-	$(PY) benchmarks/store_bench.py --chunks 10000
+	$(PY) benchmarks/run_all.py
 
 eval: install
 	$(PAPERSCOPE) ingest examples/pdfs

@@ -272,7 +272,7 @@ def _resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
     """Full doc_ids for the given doc_ids or unambiguous prefixes (4+ characters)."""
     from .rag.filters import validate_doc_id
 
-    papers = [p.doc_id for p in store.list_papers() if p.ready]
+    papers = [p.doc_id for p in store.list_papers(brief=True) if p.ready]
     out = []
     for raw in given:
         validate_doc_id(raw)

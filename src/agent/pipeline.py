@@ -83,6 +83,7 @@ class Searcher:
         self.retriever: Retriever = get_retriever(self.settings.retrieval.retriever)
         self._owns_store = owns_store
         self._catalogue: tuple[tuple[str, ...], list[PaperRecord]] | None = None
+        self._router: tuple[tuple[str, ...], RuleRouter | LLMRouter] | None = None
 
     @classmethod
     def open(cls, settings: Settings, chat_model: BaseChatModel | None = None) -> Searcher:
@@ -105,17 +106,22 @@ class Searcher:
 
     def papers(self) -> list[PaperRecord]:
         """Ready papers of the knowledge base (read once per catalogue change)."""
-        records = [p for p in self.store.list_papers() if p.ready]
+        records = [p for p in self.store.list_papers(brief=True) if p.ready]
         key = tuple(sorted(p.doc_id for p in records))
         if self._catalogue is None or self._catalogue[0] != key:
             self._catalogue = (key, records)
         return self._catalogue[1]
 
     def router(self) -> RuleRouter | LLMRouter:
-        """The LLM router when a chat model is configured for routing, else the rule router."""
-        refs = [PaperRef.from_record(p) for p in self.papers()]
-        use_llm = self.chat_model is not None and self.settings.llm.use_for_routing
-        return make_router(refs, self.chat_model if use_llm else None)
+        """The LLM router when a chat model is configured for routing, else the rule router (rebuilt only when
+        the catalogue changes: its title patterns cost milliseconds per thousand papers)."""
+        papers = self.papers()
+        key = self._catalogue[0] if self._catalogue else ()
+        if self._router is None or self._router[0] != key:
+            refs = [PaperRef.from_record(p) for p in papers]
+            use_llm = self.chat_model is not None and self.settings.llm.use_for_routing
+            self._router = (key, make_router(refs, self.chat_model if use_llm else None))
+        return self._router[1]
 
     def route(self, query: str) -> Route:
         """Which track and sections the question calls for, and which papers it names."""

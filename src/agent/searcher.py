@@ -105,7 +105,7 @@ class AgenticSearcher:
         state = RunState()
         tools = AgentTools(self.store, self.settings, state)
         graph = build_graph(self.chat_model, tools, self.max_iterations)
-        papers = [p for p in self.store.list_papers() if p.ready]
+        papers = [p for p in self.store.list_papers(brief=True) if p.ready]
         listing = "\n".join(
             f"- doc_id={p.doc_id}: {p.title}{f' ({p.year})' if p.year else ''}" for p in papers[:CATALOGUE_IN_PROMPT]
         )

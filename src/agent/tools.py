@@ -118,7 +118,7 @@ class AgentTools:
         except ValueError as exc:
             raise BadToolCall(f"{exc}; use a doc_id from a search result") from None
         if self._papers is None or doc_id not in self._papers:
-            self._papers = {p.doc_id: p for p in self.store.list_papers() if p.ready}
+            self._papers = {p.doc_id: p for p in self.store.list_papers(brief=True) if p.ready}
         paper = self._papers.get(doc_id)
         if paper is None:
             raise BadToolCall(f"unknown doc_id {doc_id!r}; call search_abstracts to find papers")

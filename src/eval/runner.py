@@ -160,7 +160,7 @@ def run_eval(
     on_result: Callable[[QueryResult], None] | None = None,
 ) -> EvalReport:
     """Ask every query (independently, no history) and score the answers."""
-    by_title = {p.title.casefold(): p.doc_id for p in runner.store.list_papers()}
+    by_title = {p.title.casefold(): p.doc_id for p in runner.store.list_papers(brief=True)}
     results: list[QueryResult] = []
     for q in queries:
         expected = list(q.expected_doc_ids) + [

@@ -119,6 +119,7 @@ PAPER_FIELDS: dict[str, DataType] = {
 }
 _CHUNK_OUT = [f for f in CHUNK_FIELDS if f not in ("vector", "sparse")]
 _PAPER_OUT = [f for f in PAPER_FIELDS if f != "vector"]
+_BRIEF_OUT = ["doc_id", "title", "year", "source", "sha256", "n_chunks", "pages", "status", "ingested_at"]
 _SEARCH_OUT = [*_CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
 
 # A Lite file is served by an in-process gRPC server shared by every client of that path; the
@@ -679,10 +680,15 @@ class PaperStore:
             )
         return int(res[0]["count(*)"]) if res else 0
 
-    def list_papers(self) -> list[PaperRecord]:
-        """The whole catalogue (ready or not), ordered by title."""
+    def list_papers(self, brief: bool = False) -> list[PaperRecord]:
+        """The whole catalogue (ready or not), ordered by title.
+
+        `brief` leaves out the abstract, authors and section tree: the reads routing and the agent make on
+        every question, which at thousands of papers would otherwise move megabytes of JSON each time.
+        """
+        fields = _BRIEF_OUT if brief else _PAPER_OUT
         with self._failing("listing papers"):
-            rows = self._query(self.papers_name, "", _PAPER_OUT)
+            rows = self._query(self.papers_name, "", fields)
         return sorted((self._to_paper(r) for r in rows), key=lambda p: (p.title.casefold(), p.doc_id))
 
     def get_paper(self, doc_id: str) -> PaperRecord | None:

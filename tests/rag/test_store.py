@@ -493,6 +493,21 @@ def test_paper_records(store: PaperStore) -> None:
     assert {doc_id(n) for n in CORPUS} <= listed
 
 
+def test_brief_listing_leaves_out_the_heavy_fields(store: PaperStore) -> None:
+    full = {p.doc_id: p for p in store.list_papers()}
+    brief = store.list_papers(brief=True)
+    assert [p.doc_id for p in brief] == list(full)
+    for p in brief:
+        assert (p.title, p.year, p.n_chunks, p.status, p.source) == (
+            full[p.doc_id].title,
+            full[p.doc_id].year,
+            full[p.doc_id].n_chunks,
+            full[p.doc_id].status,
+            full[p.doc_id].source,
+        )
+        assert p.abstract == "" and p.sections == [] and full[p.doc_id].sections
+
+
 def test_search_papers_by_title_and_abstract(store: PaperStore) -> None:
     hits = store.search_papers("machine learning for traffic lights in cities", k=3)
     assert hits[0].doc_id == doc_id("traffic") and hits[0].score is not None
