@@ -138,3 +138,15 @@ def test_no_agent_uses_the_model_once_for_a_single_shot_answer(
         assert answer["sources"][0]["doc_id"] == sample_doc_ids["quantkv"]
         prompt = server.messages(1)[-1]["content"]
         assert "Evidence [1]" in prompt and "[Paper: QuantKV" in prompt
+
+
+def test_the_agent_streams_its_final_answer_with_renumbered_citations(
+    llm_env: ScriptedOpenAIServer, sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    searcher = AgenticSearcher(sample_kb, settings=load_settings())
+    pieces: list[str] = []
+    answer = searcher.run("How many queries was FlashRank trained on?", on_token=pieces.append)
+    assert len(pieces) > 3  # it arrived in pieces, as the server streamed the finish arguments
+    assert "".join(pieces).strip() == answer.answer
+    assert "[1]" in answer.answer and sample_doc_ids["flashrank"] not in "".join(pieces)
+    assert all(r.get("stream") is True for r in llm_env.requests)

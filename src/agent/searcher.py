@@ -13,21 +13,22 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 
 from ..config import Settings
 from ..prompts import load_prompt
 from ..rag.store import PaperStore, StoredChunk
 from .answer import Answer, Source, TraceStep
+from .citations import BRACKET, ids_in
 from .graph import AgentState, build_graph, finish_call
 from .llm import make_chat_model, model_name
 from .pipeline import Searcher
 from .router import Intent, PaperRef, RuleRouter
+from .streaming import AnswerStream
 from .tools import AgentTools, RunState
 
 CATALOGUE_IN_PROMPT = 60  # papers listed in the system prompt; larger collections rely on search_abstracts
-_BRACKET = re.compile(r"\[([^\[\]\n]{1,400})\]")
-_CITATION_ID = re.compile(r"^\s*([A-Za-z0-9_-]{1,64}):(\d{1,7})\s*$")
 
 
 class AgenticSearcher:
@@ -81,10 +82,22 @@ class AgenticSearcher:
             return self.single_shot.run(query, history=history, on_token=on_token)
         started = time.perf_counter()
         state, graph, inputs = self._prepare(query, history)
-        result = graph.invoke(inputs, config={"recursion_limit": 4 * self.max_iterations + 10})
+        config: RunnableConfig = {"recursion_limit": 4 * self.max_iterations + 10}
+        stream: AnswerStream | None = None
+        result: dict[str, Any] = {}
+        if on_token is None:
+            result = graph.invoke(inputs, config=config)
+        else:
+            stream = AnswerStream(state.seen, on_token)
+            for mode, item in graph.stream(inputs, config=config, stream_mode=["messages", "values"]):
+                if mode == "messages" and isinstance(item[0], AIMessageChunk):
+                    stream.feed(item[0], item[1].get("langgraph_node"))
+                elif mode == "values":
+                    result = item
+            stream.close()
         answer = self._answer(query, result, state, started)
-        if on_token is not None:
-            on_token(answer.answer)
+        if on_token is not None and (stream is None or not stream.streamed):
+            on_token(answer.answer)  # the model did not stream (or answered in plain text): hand it on whole
         return answer
 
     async def arun(self, query: str, history: Sequence[Answer] | None = None) -> Answer:
@@ -137,7 +150,7 @@ class AgenticSearcher:
             notes.append(f"The search was cut short after {self.max_iterations} turns; the answer uses what was found.")
 
         # Cited ids: the sources list first, then any inline id it did not list.
-        inline = [cid for m in _BRACKET.finditer(text) for cid in _ids_in(m.group(1))]
+        inline = [cid for m in BRACKET.finditer(text) for cid in ids_in(m.group(1))]
         wanted = list(dict.fromkeys([*claimed, *inline]))
         valid = [cid for cid in wanted if cid in state.seen]
         dropped = [cid for cid in wanted if cid not in state.seen]
@@ -148,7 +161,7 @@ class AgenticSearcher:
         # Renumber in the order the answer text uses them, then the rest of the sources list.
         order = list(dict.fromkeys([c for c in inline if c in state.seen] + valid))
         number = {cid: n for n, cid in enumerate(order, start=1)}
-        text = _BRACKET.sub(lambda m: _renumber(m, number), text).strip()
+        text = BRACKET.sub(lambda m: _renumber(m, number), text).strip()
         sources = [Source.from_chunk(number[cid], state.seen[cid]) for cid in order]
         supported = bool(sources)
         if not supported:
@@ -194,15 +207,8 @@ class AgenticSearcher:
         )
 
 
-def _ids_in(inside: str) -> list[str]:
-    """Citation ids in the text of one [...] group ("a:1", "a:1, b:2", "a:1; a:2")."""
-    parts = [p for p in re.split(r"[,;]", inside)]
-    ids = [f"{m.group(1)}:{int(m.group(2))}" for p in parts if (m := _CITATION_ID.match(p))]
-    return ids if len(ids) == len(parts) else []
-
-
 def _renumber(match: re.Match[str], number: dict[str, int]) -> str:
-    ids = _ids_in(match.group(1))
+    ids = ids_in(match.group(1))
     if not ids:
         return match.group(0)  # not a citation group, e.g. "[sic]"
     kept = [f"[{number[c]}]" for c in dict.fromkeys(ids) if c in number]

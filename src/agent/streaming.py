@@ -1,0 +1,120 @@
+"""Stream the agent's final answer as the model writes it.
+
+The answer arrives inside the JSON arguments of a `finish` call (or as the text of the wrap-up turn).
+`AnswerStream` decodes the `answer` string from the growing argument text and hands on each new piece,
+with `[doc_id:chunk_index]` citations already renumbered [n] the way the final Answer numbers them:
+in order of first use, only ids the run has seen, unseen ones dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from langchain_core.messages import AIMessageChunk
+
+from .citations import BRACKET, ids_in
+
+_ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def partial_json_string(text: str, start: int) -> tuple[str, bool]:
+    """Decode a JSON string body from `start` for as far as it has arrived: (text so far, closed)."""
+    out: list[str] = []
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            return "".join(out), True
+        if ch == "\\":
+            if i + 1 >= len(text):
+                break
+            code = text[i + 1]
+            if code == "u":
+                digits = text[i + 2 : i + 6]
+                if len(digits) < 4:
+                    break
+                out.append(chr(int(digits, 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(code, code))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out), False
+
+
+class AnswerStream:
+    """Feed it the model's message chunks; it calls `on_token` with the answer as it grows."""
+
+    def __init__(self, seen: Mapping[str, object], on_token: Callable[[str], None]) -> None:
+        self.seen = seen
+        self.on_token = on_token
+        self.streamed = False
+        self._message_id: str | None = None
+        self._names: dict[int, str] = {}
+        self._args: dict[int, str] = {}
+        self._decoded = 0
+        self._held = ""
+        self._numbers: dict[str, int] = {}
+
+    def feed(self, chunk: AIMessageChunk, node: str | None) -> None:
+        if chunk.id != self._message_id:  # a new model reply: tool-call indexes start again
+            self._message_id, self._names, self._args, self._decoded = chunk.id, {}, {}, 0
+        if node == "wrap_up" and isinstance(chunk.content, str) and chunk.content:
+            self._emit(chunk.content)
+            return
+        for part in chunk.tool_call_chunks:
+            index = part.get("index") or 0
+            if part.get("name"):
+                self._names[index] = str(part["name"])
+            self._args[index] = self._args.get(index, "") + (part.get("args") or "")
+            if self._names.get(index) == "finish":
+                self._advance(self._args[index])
+
+    def close(self) -> None:
+        """Hand on whatever is still held back (an unclosed bracket at the very end)."""
+        if self._held:
+            self._write(self._held)
+            self._held = ""
+
+    def _advance(self, args: str) -> None:
+        m = _ANSWER_KEY.search(args)
+        if m is None:
+            return
+        text, closed = partial_json_string(args, m.end())
+        new, self._decoded = text[self._decoded :], len(text)
+        if new:
+            self._emit(new)
+        if closed:
+            self.close()
+
+    def _emit(self, text: str) -> None:
+        # Hold back from the last unclosed "[" on: it may be the start of a citation id.
+        buffer = self._held + text
+        cut = buffer.rfind("[")
+        if cut != -1 and "]" not in buffer[cut:] and len(buffer) - cut < 200:
+            ready, self._held = buffer[:cut], buffer[cut:]
+        else:
+            ready, self._held = buffer, ""
+        if ready:
+            self._write(ready)
+
+    def _write(self, text: str) -> None:
+        def renumber(m: re.Match[str]) -> str:
+            ids = ids_in(m.group(1))
+            if not ids:
+                return m.group(0)
+            out = []
+            for cid in dict.fromkeys(ids):
+                if cid in self.seen:
+                    self._numbers.setdefault(cid, len(self._numbers) + 1)
+                    out.append(f"[{self._numbers[cid]}]")
+            return "".join(out)
+
+        piece = BRACKET.sub(renumber, text)
+        if piece:
+            self.streamed = True
+            self.on_token(piece)
