@@ -14,6 +14,8 @@ from rich.tree import Tree
 from .errors import ConfigError, PaperscopeError
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from .agent.answer import Answer
     from .config import Settings
     from .rag.store import PaperStore
@@ -100,6 +102,21 @@ SHORT_ID = 8  # doc_id characters shown in tables
 KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: papers).")]
 
 
+def _progress(quiet: bool) -> Progress:
+    """Progress bars on stderr, only on a terminal (and never under --json)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet or not err_console.is_terminal,
+    )
+
+
 def _settings(kb: str | None, **parts: dict[str, Any]) -> Settings:
     from pydantic import ValidationError
 
@@ -122,7 +139,6 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Parse, chunk, embed and store papers; files already stored are skipped."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from .rag.chunking import CHUNKERS
@@ -132,15 +148,7 @@ def ingest(
     settings = _settings(kb, chunking={"strategy": strategy})
     if settings.chunking.strategy not in CHUNKERS:
         raise _fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
-    bars = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=as_json or not err_console.is_terminal,
-    )
+    bars = _progress(quiet=as_json)
     overall = bars.add_task("files", total=None)
     current = bars.add_task("", total=None, visible=False)
 
@@ -375,7 +383,6 @@ def evaluate(
     out: Annotated[Path | None, typer.Option("--out", help="Also write a Markdown report here.")] = None,
 ) -> None:
     """Replay gold queries and report routing, retrieval and answer quality, and latency."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
     from .agent.searcher import AgenticSearcher
@@ -390,15 +397,7 @@ def evaluate(
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise _fail(exc) from None
-    bars = Progress(
-        TextColumn("eval"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=as_json or not err_console.is_terminal,
-    )
+    bars = _progress(quiet=as_json)
     try:
         with AgenticSearcher(settings) as searcher, bars:
             task = bars.add_task("eval", total=len(queries))
