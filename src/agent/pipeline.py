@@ -62,6 +62,7 @@ class Plan:
     track: Literal["A", "B"]
     doc_ids: list[str]
     hits: list[StoredChunk]
+    n_papers: int = 0  # ready papers in the knowledge base when the question was asked
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -82,7 +83,6 @@ class Searcher:
         self.chat_model = chat_model
         self.retriever: Retriever = get_retriever(self.settings.retrieval.retriever)
         self._owns_store = owns_store
-        self._catalogue: tuple[tuple[str, ...], list[PaperRecord]] | None = None
         self._router: tuple[tuple[str, ...], RuleRouter | LLMRouter] | None = None
 
     @classmethod
@@ -105,23 +105,25 @@ class Searcher:
     # --- routing -------------------------------------------------------------------------------------
 
     def papers(self) -> list[PaperRecord]:
-        """Ready papers of the knowledge base (read once per catalogue change)."""
-        records = [p for p in self.store.list_papers(brief=True) if p.ready]
-        key = tuple(sorted(p.doc_id for p in records))
-        if self._catalogue is None or self._catalogue[0] != key:
-            self._catalogue = (key, records)
-        return self._catalogue[1]
+        """Ready papers of the knowledge base (a brief catalogue read)."""
+        return [p for p in self.store.list_papers(brief=True) if p.ready]
 
-    def router(self) -> RuleRouter | LLMRouter:
-        """The LLM router when a chat model is configured for routing, else the rule router (rebuilt only when
-        the catalogue changes: its title patterns cost milliseconds per thousand papers)."""
-        papers = self.papers()
-        key = self._catalogue[0] if self._catalogue else ()
+    def router(self, papers: Sequence[PaperRecord] | None = None) -> RuleRouter | LLMRouter:
+        """The LLM router when a chat model is configured for routing, else the rule router, for `papers` (read
+        from the store when not given). Rebuilt only when the catalogue changes: its title patterns cost
+        milliseconds per thousand papers."""
+        papers = self.papers() if papers is None else papers
+        key = tuple(sorted(p.doc_id for p in papers))
         if self._router is None or self._router[0] != key:
             refs = [PaperRef.from_record(p) for p in papers]
             use_llm = self.chat_model is not None and self.settings.llm.use_for_routing
             self._router = (key, make_router(refs, self.chat_model if use_llm else None))
         return self._router[1]
+
+    def rule_router(self, papers: Sequence[PaperRecord] | None = None) -> RuleRouter:
+        """The rule router for `papers` (the LLM router's own fallback when there is one): no model call."""
+        router = self.router(papers)
+        return router.fallback if isinstance(router, LLMRouter) else router
 
     def route(self, query: str) -> Route:
         """Which track and sections the question calls for, and which papers it names."""
@@ -144,7 +146,8 @@ class Searcher:
         r = self.settings.retrieval
         k = k or r.k
         started = time.perf_counter()
-        route = self.route(query)
+        catalogue = self.papers()
+        route = self.router(catalogue).route(query)
         wanted = [validate_doc_id(d) for d in doc_ids] if doc_ids else []
         cats = [parse_category(c) for c in categories] if categories else []
         if cats:
@@ -183,8 +186,8 @@ class Searcher:
         else:
             hits = self._survey(query, papers, cats, k)
         timings["retrieve"] = time.perf_counter() - started
-        route_doc_ids = papers if track == "A" else sorted({h.doc_id for h in hits}, key=[h.doc_id for h in hits].index)
-        return Plan(route, track, route_doc_ids, hits, notes, timings)
+        found = papers if track == "A" else list(dict.fromkeys(h.doc_id for h in hits))
+        return Plan(route, track, found, hits, len(catalogue), notes, timings)
 
     def retrieve(
         self,
@@ -277,13 +280,13 @@ class Searcher:
         )
         context_text, evidence = format_context(contexts)
         plan.timings["assemble"] = time.perf_counter() - started
-        sources = [Source.from_evidence(n, ev) for n, ev in enumerate(evidence, start=1)]
+        sources = evidence_sources(evidence)
 
         started = time.perf_counter()
         extractive = self.chat_model is None
         supported = bool(sources)
         notes = list(plan.notes)
-        if not self.papers():
+        if not plan.n_papers:
             text, supported = "The knowledge base is empty: add papers with `paperscope ingest PATH`.", False
         elif not sources:
             text = "No passage in the knowledge base answers this question."

@@ -18,13 +18,13 @@ from langchain_core.runnables import RunnableConfig
 
 from ..config import Settings
 from ..prompts import load_prompt
-from ..rag.store import PaperStore, StoredChunk
+from ..rag.store import PaperRecord, PaperStore
 from .answer import Answer, Source, TraceStep
 from .citations import BRACKET, ids_in
 from .graph import AgentState, build_graph, finish_call
 from .llm import make_chat_model, model_name
 from .pipeline import Searcher
-from .router import Intent, PaperRef, RuleRouter
+from .router import Intent
 from .streaming import AnswerStream
 from .tools import AgentTools, RunState
 
@@ -81,7 +81,7 @@ class AgenticSearcher:
         if not self.agentic:
             return self.single_shot.run(query, history=history, on_token=on_token)
         started = time.perf_counter()
-        state, graph, inputs = self._prepare(query, history)
+        state, graph, inputs, papers = self._prepare(query, history)
         config: RunnableConfig = {"recursion_limit": 4 * self.max_iterations + 10}
         stream: AnswerStream | None = None
         result: dict[str, Any] = {}
@@ -95,7 +95,7 @@ class AgenticSearcher:
                 elif mode == "values":
                     result = item
             stream.close()
-        answer = self._answer(query, result, state, started)
+        answer = self._answer(query, result, state, started, papers)
         if on_token is not None and (stream is None or not stream.streamed):
             on_token(answer.answer)  # the model did not stream (or answered in plain text): hand it on whole
         return answer
@@ -107,18 +107,20 @@ class AgenticSearcher:
 
             return await asyncio.to_thread(self.single_shot.run, query, history)
         started = time.perf_counter()
-        state, graph, inputs = self._prepare(query, history)
+        state, graph, inputs, papers = self._prepare(query, history)
         result = await graph.ainvoke(inputs, config={"recursion_limit": 4 * self.max_iterations + 10})
-        return self._answer(query, result, state, started)
+        return self._answer(query, result, state, started, papers)
 
-    def _prepare(self, query: str, history: Sequence[Answer] | None) -> tuple[RunState, Any, AgentState]:
+    def _prepare(
+        self, query: str, history: Sequence[Answer] | None
+    ) -> tuple[RunState, Any, AgentState, list[PaperRecord]]:
         if not query or not query.strip():
             raise ValueError("the question is empty")
         assert self.chat_model is not None
+        papers = self.single_shot.papers()  # one catalogue read per run: prompt, tools and route share it
         state = RunState()
-        tools = AgentTools(self.store, self.settings, state)
+        tools = AgentTools(self.store, self.settings, state, papers)
         graph = build_graph(self.chat_model, tools, self.max_iterations)
-        papers = [p for p in self.store.list_papers(brief=True) if p.ready]
         listing = "\n".join(
             f"- doc_id={p.doc_id}: {p.title}{f' ({p.year})' if p.year else ''}" for p in papers[:CATALOGUE_IN_PROMPT]
         )
@@ -133,11 +135,13 @@ class AgenticSearcher:
             messages.append(HumanMessage(content=earlier.query))
             messages.append(AIMessage(content=earlier.answer + (f"\n\n(Sources: {cited})" if cited else "")))
         messages.append(HumanMessage(content=query))
-        return state, graph, {"messages": messages, "turns": 0, "cut_short": False}
+        return state, graph, {"messages": messages, "turns": 0, "cut_short": False}, papers
 
     # --- the answer --------------------------------------------------------------------------------------
 
-    def _answer(self, query: str, result: dict[str, Any], state: RunState, started: float) -> Answer:
+    def _answer(
+        self, query: str, result: dict[str, Any], state: RunState, started: float, papers: list[PaperRecord]
+    ) -> Answer:
         messages: list[AnyMessage] = result["messages"]
         last = messages[-1]
         finish = finish_call(last)
@@ -169,7 +173,7 @@ class AgenticSearcher:
         if not text:
             text = "The agent gave no answer."
 
-        route = RuleRouter([PaperRef.from_record(p) for p in self.single_shot.papers()]).route(query)
+        route = self.single_shot.rule_router(papers).route(query)
         track: Literal["A", "B"]
         if sources:
             track = "A" if len({s.doc_id for s in sources}) == 1 else "B"
@@ -213,8 +217,3 @@ def _renumber(match: re.Match[str], number: dict[str, int]) -> str:
         return match.group(0)  # not a citation group, e.g. "[sic]"
     kept = [f"[{number[c]}]" for c in dict.fromkeys(ids) if c in number]
     return "".join(kept)
-
-
-def seen_chunks(state: RunState) -> list[StoredChunk]:
-    """Chunks the run saw, best score first (for callers that want the evidence gathered)."""
-    return sorted(state.seen.values(), key=lambda c: -(c.score or 0.0))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -96,7 +96,8 @@ def format_chunk(c: StoredChunk, *, with_score: bool = True) -> str:
     return f"{head}\n{c.text.strip()}"
 
 
-def _shorten(text: str, limit: int) -> str:
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
@@ -104,12 +105,15 @@ def _shorten(text: str, limit: int) -> str:
 class AgentTools:
     """The five tools bound to one store and one run's state."""
 
-    def __init__(self, store: PaperStore, settings: Settings, state: RunState) -> None:
+    def __init__(
+        self, store: PaperStore, settings: Settings, state: RunState, papers: Sequence[PaperRecord] | None = None
+    ) -> None:
+        """`papers`: the ready catalogue if the caller has just read it (it is re-read on an unknown doc_id)."""
         self.store = store
         self.settings = settings
         self.state = state
         self._retrieve = get_retriever(settings.retrieval.retriever)
-        self._papers: dict[str, PaperRecord] | None = None
+        self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
     def _paper(self, doc_id: str) -> PaperRecord:
         """The ready paper with this doc_id, or a BadToolCall the model can act on."""
@@ -145,7 +149,7 @@ class AgentTools:
             year = f" ({h.year})" if h.year else ""
             lines.append(
                 f"doc_id={h.doc_id} | {h.title}{year} | score {h.score or 0.0:.3f} | abstract [{h.citation}]: "
-                f"{_shorten(h.text, SNIPPET_CHARS)}"
+                f"{shorten(h.text, SNIPPET_CHARS)}"
             )
         return "\n".join(lines)
 
@@ -257,7 +261,7 @@ class AgentTools:
                 )
                 raise
             self.state.record(
-                TraceStep(tool=name, args=kwargs, observation=_shorten(out, OBSERVATION_CHARS), seconds=_since(started))
+                TraceStep(tool=name, args=kwargs, observation=shorten(out, OBSERVATION_CHARS), seconds=_since(started))
             )
             return out
 
