@@ -11,6 +11,7 @@ from rich.markdown import Markdown
 from rich.markup import escape
 from rich.table import Table
 
+from .agent.tools import shorten
 from .errors import PaperscopeError
 
 if TYPE_CHECKING:
@@ -115,14 +116,19 @@ def _pages(pages: tuple[int, int]) -> str:
     return f"p. {pages[0]}" if pages[0] == pages[1] else f"p. {pages[0]}-{pages[1]}"
 
 
+def source_line(s: Source, *, chunks: bool = False) -> str:
+    """One numbered source as rich markup: paper · section (CATEGORY) · pages [· chunk range] · citation id."""
+    span = f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · " if chunks else ""
+    return (
+        f"[bold]\\[{s.n}][/bold] {escape(s.title)} [dim]· {escape(s.section_title)} ({s.section_category}) · "
+        f"{_pages(s.pages)} · {span}{escape(s.citation)}[/dim]"
+    )
+
+
 def _print_sources(answer: Answer, console: Console) -> None:
     for s in answer.sources:
-        console.print(
-            f"[bold]\\[{s.n}][/bold] {escape(s.title)} [dim]· {escape(s.section_title)} ({s.section_category}) · "
-            f"{_pages(s.pages)} · {escape(s.citation)}[/dim]",
-            highlight=False,
-            soft_wrap=True,  # the terminal wraps; the citation id stays whole for copying
-        )
+        # soft_wrap: the terminal wraps; the citation id stays whole for copying
+        console.print(source_line(s), highlight=False, soft_wrap=True)
     track = "one paper" if answer.track == "A" else "across papers"
     total = answer.timings.get("total")
     took = f" · {total:.2f} s" if total is not None else ""
@@ -221,11 +227,6 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
         console.print(c.text, markup=False, highlight=False, style="bold" if cited else None)
 
 
-def _shorten(text: str, limit: int = OBSERVATION_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def _trace(console: Console, answers: list[Answer]) -> None:
     if not answers:
         console.print("[yellow]no answer yet[/yellow]: ask a question first", highlight=False)
@@ -248,7 +249,7 @@ def _trace(console: Console, answers: list[Answer]) -> None:
                 escape(step.tool),
                 escape(args),
                 f"{step.seconds:.2f}",
-                escape(_shorten(step.observation)),
+                escape(shorten(step.observation, OBSERVATION_CHARS)),
                 "[red]error[/red]" if step.error else "",
             )
         console.print(table)

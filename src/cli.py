@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -261,19 +262,25 @@ def remove(
         raise _fail(ConfigError(f"{exc}")) from None
     try:
         with PaperStore.open(settings) as store:
-            papers = store.list_papers()
-            matches = [p for p in papers if p.doc_id == doc_id] or [
-                p for p in papers if len(doc_id) >= 4 and p.doc_id.startswith(doc_id)
-            ]
+            papers = {p.doc_id: p for p in store.list_papers(brief=True)}  # ready or not: a broken one goes too
+            matches = _matching_doc_ids(papers, doc_id)
             if not matches:
                 raise _fail(ConfigError(f"no paper {doc_id} in knowledge base {settings.store.kb!r}"))
             if len(matches) > 1:
-                raise _fail(ConfigError(f"{doc_id} is ambiguous: {', '.join(p.doc_id for p in matches)}"))
-            record = matches[0]
+                raise _fail(ConfigError(f"{doc_id} is ambiguous: {', '.join(matches)}"))
+            record = papers[matches[0]]
             n = store.delete_paper(record.doc_id)
     except PaperscopeError as exc:
         raise _fail(exc) from None
     console.print(f"removed {record.title!r} ({record.doc_id}): {n} chunks", highlight=False)
+
+
+def _matching_doc_ids(doc_ids: Iterable[str], given: str) -> list[str]:
+    """The doc_id equal to `given`, else those it is a prefix of (4+ characters, like a short git hash)."""
+    doc_ids = list(doc_ids)
+    if given in doc_ids:
+        return [given]
+    return [d for d in doc_ids if len(given) >= 4 and d.startswith(given)]
 
 
 def _resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
@@ -284,7 +291,7 @@ def _resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
     out = []
     for raw in given:
         validate_doc_id(raw)
-        matches = [d for d in papers if d == raw] or [d for d in papers if len(raw) >= 4 and d.startswith(raw)]
+        matches = _matching_doc_ids(papers, raw)
         if len(matches) != 1:
             problem = "matches several papers" if matches else f"is not a paper in knowledge base {kb!r}"
             raise ConfigError(f"--paper {raw} {problem} (see `paperscope papers`)")
@@ -440,15 +447,12 @@ def _print_answer(answer: Answer) -> None:
     from rich.markdown import Markdown
     from rich.panel import Panel
 
+    from .chat import source_line
+
     track = "one paper" if answer.track == "A" else "across papers"
     console.print(Panel(Markdown(answer.answer), title=f"Track {answer.track} · {track}", title_align="left"))
     for s in answer.sources:
-        pages = f"p. {s.pages[0]}" if s.pages[0] == s.pages[1] else f"p. {s.pages[0]}-{s.pages[1]}"
-        console.print(
-            f"[bold][{s.n}][/bold] {s.title} [dim]· {s.section_title} ({s.section_category}) · {pages} · "
-            f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · {s.citation}[/dim]",
-            highlight=False,
-        )
+        console.print(source_line(s, chunks=True), highlight=False)
     for note in answer.notes:
         if note not in answer.answer:
             console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
