@@ -173,6 +173,16 @@ class PaperRecord(BaseModel):
         return self.status == STATUS_READY
 
 
+def _bm25_params() -> dict[str, Any]:
+    """BM25 search parameters (a fresh dict per call: pymilvus may add keys to what it is given)."""
+    return {"metric_type": "BM25"}
+
+
+def _dense_params(limit: int) -> dict[str, Any]:
+    """HNSW search parameters: ef must be at least the number of hits asked for."""
+    return {"metric_type": "COSINE", "params": {"ef": max(64, limit)}}
+
+
 def chunk_row_id(doc_id: str, kind: str, chunk_index: int, n: int = 0) -> int:
     """Deterministic INT64 primary key: the first 63 bits of sha256(doc_id, kind, chunk_index, n)."""
     digest = hashlib.sha256(f"{doc_id}\x1f{kind}\x1f{chunk_index}\x1f{n}".encode()).digest()
@@ -736,6 +746,19 @@ class PaperStore:
         hits = result[0] if result else []
         return [self._to_chunk(dict(h["entity"], id=h["id"]), score(h["distance"])) for h in hits]
 
+    def _search_chunks(self, what: str, data: Any, field: str, params: dict[str, Any], expr: str, k: int) -> Any:
+        with self._failing(what):
+            return self._client.search(
+                self.chunks_name,
+                data=[data],
+                anns_field=field,
+                filter=expr,
+                limit=k,
+                output_fields=_SEARCH_OUT,
+                search_params=params,
+                consistency_level=CONSISTENCY,
+            )
+
     def search_dense(self, query: str, filter: SearchFilter | None = None, k: int = 10) -> list[StoredChunk]:
         """Nearest chunks by embedding (score = cosine similarity), ready papers only."""
         self._check_query(query, k)
@@ -743,18 +766,7 @@ class PaperStore:
         if expr is None:
             return []
         vector = self.embedder.embed_query(query)
-        with self._failing("dense search"):
-            result = self._client.search(
-                self.chunks_name,
-                data=[vector],
-                anns_field="vector",
-                filter=expr,
-                limit=k,
-                output_fields=_SEARCH_OUT,
-                search_params={"metric_type": "COSINE", "params": {"ef": max(64, k)}},
-                consistency_level=CONSISTENCY,
-            )
-        return self._hits(result)
+        return self._hits(self._search_chunks("dense search", vector, "vector", _dense_params(k), expr, k))
 
     def search_bm25(self, query: str, filter: SearchFilter | None = None, k: int = 10) -> list[StoredChunk]:
         """Best chunks by BM25 over index_text (Milvus' BM25 function), ready papers only."""
@@ -762,17 +774,7 @@ class PaperStore:
         expr = self._scoped(filter)
         if expr is None:
             return []
-        with self._failing("BM25 search"):
-            result = self._client.search(
-                self.chunks_name,
-                data=[query],
-                anns_field="sparse",
-                filter=expr,
-                limit=k,
-                output_fields=_SEARCH_OUT,
-                search_params={"metric_type": "BM25"},
-                consistency_level=CONSISTENCY,
-            )
+        result = self._search_chunks("BM25 search", query, "sparse", _bm25_params(), expr, k)
         # BM25 scores are >= 0; Milvus Lite reports them negated, a server as they are.
         return self._hits(result, abs)
 
@@ -808,16 +810,8 @@ class PaperStore:
         n = candidates or max(2 * k, 20)
         vector = self.embedder.embed_query(query)
         reqs = [
-            AnnSearchRequest(
-                data=[vector],
-                anns_field="vector",
-                param={"metric_type": "COSINE", "params": {"ef": max(64, n)}},
-                limit=n,
-                expr=expr or None,
-            ),
-            AnnSearchRequest(
-                data=[query], anns_field="sparse", param={"metric_type": "BM25"}, limit=n, expr=expr or None
-            ),
+            AnnSearchRequest(data=[vector], anns_field="vector", param=_dense_params(n), limit=n, expr=expr or None),
+            AnnSearchRequest(data=[query], anns_field="sparse", param=_bm25_params(), limit=n, expr=expr or None),
         ]
         with self._failing("hybrid search"):
             result = self._client.hybrid_search(
@@ -848,7 +842,7 @@ class PaperStore:
                 filter=and_exprs(*parts),
                 limit=k,
                 output_fields=_PAPER_OUT,
-                search_params={"metric_type": "COSINE", "params": {"ef": max(64, k)}},
+                search_params=_dense_params(k),
                 consistency_level=CONSISTENCY,
             )
         hits = result[0] if result else []
