@@ -24,6 +24,7 @@ from paperscope.rag.context import (
 from paperscope.rag.embeddings import CachedEmbedder, make_embedder
 from paperscope.rag.filters import SearchFilter
 from paperscope.rag.store import PaperStore, StoredChunk
+from tests.markdown_papers import markdown
 
 # No overlap and paragraphs of 25-45 tokens: one chunk per paragraph, so chunk_index is predictable.
 OPTIONS = ChunkOptions(chunk_size=48, overlap=0)
@@ -36,18 +37,6 @@ def doc_id(name: str) -> str:
 @cache
 def embedder() -> CachedEmbedder:
     return make_embedder("local")
-
-
-def markdown(title: str, year: int | None, sections: list[tuple[str, list[str]]]) -> str:
-    lines = ["---", f'title: "{title}"', 'authors: ["Ada Tester"]']
-    if year is not None:
-        lines.append(f"year: {year}")
-    lines += ["---", "", f"# {title}"]
-    for heading, paragraphs in sections:
-        lines += ["", heading]
-        for p in paragraphs:
-            lines += ["", p]
-    return "\n".join(lines) + "\n"
 
 
 KELP = markdown(

@@ -33,6 +33,7 @@ from paperscope.rag.store import (
     chunk_row_id,
 )
 from paperscope.rag.tokens import TokenCounter
+from tests.markdown_papers import markdown as paper_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.milvus.yml"
@@ -61,20 +62,7 @@ def embedder() -> CachedEmbedder:
 
 
 def markdown(title: str, year: int, sections: list[tuple[str, list[str]]]) -> str:
-    lines = [
-        "---",
-        f'title: "{title}"',
-        'authors: ["Ada Tester", "Bo Check"]',
-        f"year: {year}",
-        "---",
-        "",
-        f"# {title}",
-    ]
-    for heading, paragraphs in sections:
-        lines += ["", heading]
-        for p in paragraphs:
-            lines += ["", p]
-    return "\n".join(lines) + "\n"
+    return paper_markdown(title, year, sections, authors=("Ada Tester", "Bo Check"))
 
 
 REEF = markdown(
