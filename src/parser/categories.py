@@ -11,26 +11,57 @@ from .models import SectionCategory as Cat
 # Checked before the positional match: a heading such as "Background and Related Work"
 # is related work, and "Appendix: Results" is appendix, whatever words come first.
 _PRIORITY: list[tuple[Cat, re.Pattern[str]]] = [
-    (Cat.ABSTRACT, re.compile(r"^abstract\b")),
-    (Cat.OTHER, re.compile(r"\b(references?|bibliography|appendi(x|ces)|acknowledge?ments?|supplementary)\b")),
-    (Cat.RELATED_WORK, re.compile(r"\b(related\s+work|prior\s+work|previous\s+work|literature\s+review)\b")),
+    (Cat.ABSTRACT, re.compile(r"^(abstract\b|摘\s*要)")),
+    (
+        Cat.OTHER,
+        re.compile(
+            r"\b(references?|bibliography|appendi(x|ces)|acknowledge?ments?|supplementary|supplemental)\b"
+            r"|参考文献|致\s*谢|附\s*录"
+        ),
+    ),
+    (
+        Cat.RELATED_WORK,
+        re.compile(r"\b(related\s+work|prior\s+work|previous\s+work|literature\s+review)\b|相关工作|研究现状|文献综述"),
+    ),
 ]
 
 # Otherwise the keyword that comes first in the heading decides ("Results and Discussion"
 # is EVALUATION, "Discussion and Future Work" is CONCLUSION). The last EVALUATION words
 # (performance, benchmark, user/case study) extend the DESIGN.md table.
 _POSITIONAL: list[tuple[Cat, re.Pattern[str]]] = [
-    (Cat.INTRODUCTION, re.compile(r"\b(introduction|background|motivation)\b")),
-    (Cat.METHOD, re.compile(r"\b(methods?|methodology|approach(es)?|model(s|ing)?|architectures?|frameworks?)\b")),
+    (Cat.INTRODUCTION, re.compile(r"\b(introduction|background|motivation)\b|引\s*言|绪\s*论|前\s*言|背景|简介")),
+    (
+        Cat.METHOD,
+        re.compile(
+            r"\b(methods?|methodology|approach(es)?|model(s|ing)?|architectures?|frameworks?)\b|方法|模型|框架|算法"
+        ),
+    ),
     (
         Cat.EVALUATION,
         re.compile(
             r"\b(experiments?|experimental|results?|evaluations?|ablations?|comparisons?|analys[ie]s"
-            r"|performance|benchmarks?|user\s+stud(y|ies)|case\s+stud(y|ies))\b"
+            r"|performance|benchmarks?|user\s+stud(y|ies)|case\s+stud(y|ies))\b|实验|结果|评估|评价|分析"
         ),
     ),
-    (Cat.CONCLUSION, re.compile(r"\b(conclusions?|concluding|discussion|summary|limitations?|future\s+work)\b")),
+    (
+        Cat.CONCLUSION,
+        re.compile(
+            r"\b(conclusions?|concluding|discussion|summary|limitations?|future\s+work)\b|结\s*论|讨论|总结|展望"
+        ),
+    ),
 ]
+
+# Unnumbered sections journals print after the body: named, they are headings in any type.
+_BACK_MATTER = re.compile(
+    r"^(acknowledge?ments?|acknowledge?ment|references?|bibliography|literature\s+cited|appendi(x|ces)"
+    r"|funding(\s+(information|statement|sources))?|grant\s+disclosures|author(s|s’|s')?\s+contributions?"
+    r"|contributions|competing\s+interests?|conflicts?\s+of\s+interests?|declaration\s+of\s+competing\s+interests?"
+    r"|declarations|data\s+(and\s+code\s+)?availability(\s+statement)?|availability\s+of\s+data(\s+and\s+materials)?"
+    r"|code\s+availability|ethics(\s+(statement|approval))?|ethical\s+(statement|approval|considerations)"
+    r"|supplementary\s+(material|materials|information|data)|supplemental\s+(material|information)"
+    r"|additional\s+(information|files?)|abbreviations|author\s+details|consent\s+for\s+publication"
+    r"|参考文献|致\s*谢|附\s*录)$"
+)
 
 # A subsection keeps its parent's category unless its own heading names one of these:
 # generic words like "model" or "motivation" inside a section mean nothing about its role.
@@ -45,6 +76,25 @@ def match_category(heading: str) -> Cat | None:
             return cat
     hits = [(m.start(), cat) for cat, pattern in _POSITIONAL if (m := pattern.search(text))]
     return min(hits)[1] if hits else None
+
+
+_GLUE = re.compile(r"\b(and|of|the|&|our|proposed|materials?|set\s*up|setup|details?|study|work|remarks|)\b")
+
+
+def known_heading(name: str) -> Cat | None:
+    """Category of a heading that is nothing but a section name ("Results", "Related Work", "Funding")."""
+    text = re.sub(r"[\s:.\u2014\u2013-]+$", "", " ".join(name.split())).lower()
+    if _BACK_MATTER.match(text):
+        return Cat.OTHER
+    if len(text.split()) > 5 or not text:
+        return None
+    # Every word must be a section word or glue: "Experimental Results" yes, "Results for the cat" no.
+    rest = text
+    for _, pattern in (*_PRIORITY, *_POSITIONAL):
+        rest = pattern.sub(" ", rest)
+    if _GLUE.sub(" ", rest).strip(" ,&/"):
+        return None
+    return match_category(text)
 
 
 @dataclass

@@ -11,6 +11,12 @@ import pymupdf
 from .text import normalize
 
 _BOLD_FONT = re.compile(r"bold|black|heavy|semibold|demi|medi|\bbx|cmbx|-b$|\.b$", re.I)
+_ITALIC_FONT = re.compile(r"italic|oblique|-it$|\bcmti|cmsl", re.I)
+_MATH_FONT = re.compile(
+    r"^(cmmi|cmsy|cmex|msam|msbm|eufm|rsfs|stixmath|cambriamath|mathematicalpi|lmmath)|math|symbol", re.I
+)
+_SMALL_CAPS_FONT = re.compile(r"CSC|SmallCaps|[a-z]SC\b|-SC|Caps\b")
+_MONO_FONT = re.compile(r"mono|courier|consol|\bcmtt|sfmono|inconsolata|typewriter", re.I)
 _PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlc]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.I)
 _MARGIN = 0.12  # share of the page height where running headers and footers live
 
@@ -22,6 +28,9 @@ class Span:
     text: str
     size: float
     bold: bool
+    italic: bool = False
+    font: str = ""
+    mono: bool = False
 
 
 @dataclass
@@ -58,6 +67,43 @@ class Line:
     def height(self) -> float:
         return self.y1 - self.y0
 
+    @property
+    def font(self) -> str:
+        """The font most characters are set in, without a subset prefix ("ABCDEF+Times-Bold" -> "Times-Bold")."""
+        weights: Counter[str] = Counter()
+        for s in self.spans:
+            weights[s.font.split("+", 1)[-1]] += len(s.text.strip())
+        return weights.most_common(1)[0][0] if weights else ""
+
+    def share(self, attr: str) -> float:
+        """Share of the visible characters set in bold ("bold"), italic ("italic") or typewriter ("mono")."""
+        total = sum(len(s.text.strip()) for s in self.spans)
+        return sum(len(s.text.strip()) for s in self.spans if getattr(s, attr)) / total if total else 0.0
+
+    @property
+    def math_share(self) -> float:
+        """Share of the visible characters set in math fonts."""
+        total = sum(len(s.text.strip()) for s in self.spans)
+        math = sum(len(s.text.strip()) for s in self.spans if _MATH_FONT.search(s.font.split("+", 1)[-1]))
+        return math / total if total else 0.0
+
+    @property
+    def small_caps(self) -> bool:
+        """Set in small capitals: a small-caps font, or capitals in two sizes ("I" 10pt + "NTRODUCTION" 8pt)."""
+        letters = [s for s in self.spans if any(c.isalpha() for c in s.text)]
+        if not letters:
+            return False
+        if all(_SMALL_CAPS_FONT.search(s.font) for s in letters):
+            return True
+        sizes = {round(s.size, 1) for s in letters}
+        upper = all(c.isupper() for s in letters for c in s.text if c.isalpha())
+        return upper and len(sizes) >= 2 and min(sizes) >= 0.6 * max(sizes)
+
+    @property
+    def head_size(self) -> float:
+        """The size a reader sees: the capitals' size for small caps, else the usual size."""
+        return max(s.size for s in self.spans if s.text.strip()) if self.small_caps else self.size
+
 
 @dataclass
 class PageLines:
@@ -68,6 +114,7 @@ class PageLines:
     height: float
     lines: list[Line]
     two_column: bool = False
+    figures: list[tuple[float, float, float, float]] = field(default_factory=list)
     column_left: dict[int, float] = field(default_factory=dict)
     column_right: dict[int, float] = field(default_factory=dict)
 
@@ -75,6 +122,16 @@ class PageLines:
 def _is_bold(span: dict[str, object]) -> bool:
     flags = int(span.get("flags", 0))  # type: ignore[call-overload]
     return bool(flags & pymupdf.TEXT_FONT_BOLD) or bool(_BOLD_FONT.search(str(span.get("font", ""))))
+
+
+def _is_italic(span: dict[str, object]) -> bool:
+    flags = int(span.get("flags", 0))  # type: ignore[call-overload]
+    return bool(flags & pymupdf.TEXT_FONT_ITALIC) or bool(_ITALIC_FONT.search(str(span.get("font", ""))))
+
+
+def _is_mono(span: dict[str, object]) -> bool:
+    flags = int(span.get("flags", 0))  # type: ignore[call-overload]
+    return bool(flags & pymupdf.TEXT_FONT_MONOSPACED) or bool(_MONO_FONT.search(str(span.get("font", ""))))
 
 
 def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
@@ -88,7 +145,11 @@ def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
             dx, dy = line["dir"]
             if abs(dy) > 0.05 or dx < 0:  # rotated text: arXiv stamps, axis labels
                 continue
-            spans = [Span(s["text"], float(s["size"]), _is_bold(s)) for s in line["spans"] if s["text"]]
+            spans = [
+                Span(s["text"], float(s["size"]), _is_bold(s), _is_italic(s), str(s.get("font", "")), _is_mono(s))
+                for s in line["spans"]
+                if s["text"]
+            ]
             if not any(s.text.strip() for s in spans):
                 continue
             x0, y0, x1, y1 = line["bbox"]
@@ -121,6 +182,25 @@ def _merge_baselines(pieces: list[Line], mid: float) -> list[Line]:
     return merged
 
 
+def figure_boxes(page: pymupdf.Page, lines: list[Line], body: float) -> list[tuple[float, float, float, float]]:
+    """Regions holding pictures or vector drawings: a line inside one is a label, not a heading."""
+    boxes: list[tuple[float, float, float, float]] = [tuple(info["bbox"]) for info in page.get_image_info()]
+    boxes += [(r.x0, r.y0, r.x1, r.y1) for r in page.cluster_drawings() if r.width > 30 and r.height > 30]
+    # Drawings also frame pages, shade columns and rule tables of text: a region holding running
+    # text (long body-size lines) is not a figure.
+    return [b for b in boxes if sum(1 for ln in lines if inside(ln, b) and _running_text(ln, body)) < 3]
+
+
+def _running_text(ln: Line, body: float) -> bool:
+    return abs(ln.size - body) < 0.6 and len(ln.text) >= 40
+
+
+def inside(ln: Line, box: tuple[float, float, float, float]) -> bool:
+    """True when the middle of the line lies within the box."""
+    x, y = (ln.x0 + ln.x1) / 2, (ln.y0 + ln.y1) / 2
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
+
+
 def body_size(pages: list[list[Line]]) -> float:
     """The font size most characters of the document are set in."""
     weights: Counter[float] = Counter()
@@ -129,6 +209,17 @@ def body_size(pages: list[list[Line]]) -> float:
             for s in ln.spans:
                 weights[round(s.size, 1)] += len(s.text.strip())
     return weights.most_common(1)[0][0] if weights else 10.0
+
+
+def body_font(pages: list[list[Line]], size: float) -> str:
+    """The font most body-size characters are set in."""
+    weights: Counter[str] = Counter()
+    for lines in pages:
+        for ln in lines:
+            for s in ln.spans:
+                if abs(s.size - size) < 0.3:
+                    weights[s.font.split("+", 1)[-1]] += len(s.text.strip())
+    return weights.most_common(1)[0][0] if weights else ""
 
 
 def _signature(text: str) -> str:
@@ -192,7 +283,11 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
 
     wide_left = sum(1 for ln in lines if column_of(ln) == 0 and ln.x1 - ln.x0 > 0.28 * width)
     wide_right = sum(1 for ln in lines if column_of(ln) == 1 and ln.x1 - ln.x0 > 0.28 * width)
-    two_column = wide_left >= 3 and wide_right >= 3
+    # A short right column (the last page, a one-page paper) still makes two columns when nothing
+    # but a few lines crosses the gutter.
+    right = sum(1 for ln in lines if column_of(ln) == 1 and len(ln.text) > 10)
+    crossing = sum(1 for ln in lines if column_of(ln) == -1 and len(ln.text) > 40)
+    two_column = wide_left >= 3 and (wide_right >= 3 or (right >= 3 and crossing <= wide_left // 4))
     page = PageLines(number, width, height, [], two_column)
     if not two_column:
         page.lines = sorted(lines, key=lambda ln: (ln.y0, ln.x0))
@@ -250,5 +345,8 @@ def _column_edges(page: PageLines, body: float) -> None:
     for col in (-1, 0, 1):
         body_lines = [ln for ln in page.lines if ln.column == col and abs(ln.size - body) < 0.6]
         if body_lines:
-            page.column_left[col] = Counter(round(ln.x0) for ln in body_lines).most_common(1)[0][0]
+            # The leftmost edge that many lines share: lists and indented paragraphs sit right of it.
+            counts = Counter(round(ln.x0) for ln in body_lines)
+            common = [x for x, c in counts.items() if c >= max(2, 0.15 * len(body_lines))]
+            page.column_left[col] = min(common) if common else counts.most_common(1)[0][0]
             page.column_right[col] = max(ln.x1 for ln in body_lines)

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ..errors import ParseError
-from .blocks import CAPTION
+from .captions import CAPTION
 from .metadata import year_from
 from .models import Paper
 from .structure import Heading, Item, Text, assemble

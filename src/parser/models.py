@@ -40,6 +40,9 @@ class Section(BaseModel):
     category: SectionCategory
     page: int = Field(description="1-based page where the heading stands.")
     parent_id: int | None = Field(default=None, description="id of the enclosing section.")
+    printed: bool = Field(
+        default=True, description="False for a section the parser supplied: an abstract without a heading, or Text."
+    )
 
 
 class Paragraph(BaseModel):

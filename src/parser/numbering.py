@@ -15,6 +15,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("letter_dotted", re.compile(r"^([A-Z](?:\.\d{1,2}){1,3})\.?\s+(.+)$")),
     ("roman", re.compile(rf"^((?=[IVX])({_ROMAN}))\.\s+(.+)$")),
     ("letter", re.compile(r"^([A-Z])\.?\s+(.+)$")),
+    # "1) Subsubsection" (IEEE), "一、引言" and "第3章" (Chinese).
+    ("paren", re.compile(r"^(\d{1,2})\)\s+(.+)$")),
+    ("cjk", re.compile(r"^([一二三四五六七八九十]{1,3})[、.．]\s*(.+)$")),
+    ("cjk", re.compile(r"^(第[一二三四五六七八九十\d]{1,3}[章节])\s*(.+)$")),
 ]
 
 
@@ -25,7 +29,7 @@ class Numbering:
     number: str | None
     depth: int
     name: str
-    style: str  # arabic | roman | letter | appendix | none
+    style: str  # arabic | roman | letter | appendix | paren | cjk | none
 
 
 def parse_heading(text: str) -> Numbering:

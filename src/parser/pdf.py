@@ -8,9 +8,9 @@ from pathlib import Path
 import pymupdf
 
 from ..errors import ParseError
-from .blocks import Block, build_blocks, heading_candidate, paragraph_text, toc_headings
-from .categories import match_category
-from .layout import PageLines, body_size, drop_page_furniture, order_page, raw_lines
+from .blocks import Block, build_blocks, paragraph_text
+from .headings import find_headings
+from .layout import PageLines, body_font, body_size, drop_page_furniture, figure_boxes, order_page, raw_lines
 from .metadata import authors_from, metadata_title, title_lines, year_from
 from .models import Paper
 from .structure import Heading, Item, Text, assemble
@@ -81,6 +81,8 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     heights = [page.rect.height for page in doc]
     cleaned = drop_page_furniture(raw, heights, body)
     pages = [order_page(lines, i + 1, doc[i].rect.width, heights[i], body) for i, lines in enumerate(cleaned)]
+    for page, pdf_page in zip(pages, doc, strict=True):
+        page.figures = figure_boxes(pdf_page, page.lines, body)
 
     meta = doc.metadata or {}
     page_one = normalize(doc[0].get_text())
@@ -91,10 +93,8 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     paper_title = title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
 
     toc = doc.get_toc() if use_outline else []
-    outline = toc_headings(pages, toc) if toc else None
-    blocks = build_blocks(pages, body, outline)
-    if outline is None:
-        _demote_front_matter(blocks)
+    hits = find_headings(pages, body, body_font(cleaned, body), toc, paper_title)
+    blocks = build_blocks(pages, body, hits)
     blocks = _rejoin_across_floats(_drop_footnotes(_attach_tables(blocks), body, heights))
     vocab = vocabulary(ln.text for p in pages for ln in p.lines)
     items: list[Item] = []
@@ -113,18 +113,6 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
         pages=doc.page_count,
         source=str(path),
     )
-
-
-def _demote_front_matter(blocks: list[Block]) -> None:
-    """Before the first real heading (numbered or named), big bold lines are front matter."""
-    for b in blocks:
-        if b.kind != "heading":
-            continue
-        num = b.numbering
-        assert num is not None
-        if (num.number is not None and num.style != "letter") or match_category(num.name) is not None:
-            return
-        b.kind = "body"
 
 
 def _attach_tables(blocks: list[Block]) -> list[Block]:
@@ -192,4 +180,4 @@ def _drop_footnotes(blocks: list[Block], body: float, heights: list[float]) -> l
     return kept
 
 
-__all__ = ["PageLines", "heading_candidate", "open_pdf", "parse_pdf"]
+__all__ = ["PageLines", "open_pdf", "parse_pdf"]

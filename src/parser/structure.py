@@ -23,6 +23,7 @@ class Heading:
     page: int
     level: int | None = None  # given by the source (outline, Markdown depth), else inferred
     size: float = 0.0
+    printed: bool = True  # False when the parser supplied it (an abstract without a heading)
     numbering: Numbering = field(init=False)
 
     def __post_init__(self) -> None:
@@ -55,9 +56,9 @@ def assemble(items: list[Item], *, title: str, authors: list[str], year: int | N
     if not has_abstract_heading:
         abstract = _abstract_from_front(front)
         if abstract:
-            body = [Heading("Abstract", abstract[0].page, 0), *abstract, *body]
+            body = [Heading("Abstract", abstract[0].page, 0, printed=False), *abstract, *body]
     if not any(isinstance(it, Heading) for it in body):
-        body = [Heading("Text", body[0].page if body else 1, 0), *body]
+        body = [Heading("Text", body[0].page if body else 1, 0, printed=False), *body]
 
     headings = [it for it in body if isinstance(it, Heading)]
     sections = _sections(headings)
@@ -142,6 +143,7 @@ def _sections(headings: list[Heading]) -> list[Section]:
             category=cats[i],
             page=headings[i].page,
             parent_id=parents[i],
+            printed=headings[i].printed,
         )
         for i in range(len(headings))
     ]
