@@ -40,8 +40,11 @@ class Block:
         return weights.most_common(1)[0][0]
 
 
-def build_blocks(pages: list[PageLines], body: float, hits: dict[int, Hit]) -> list[Block]:
-    """Group the ordered lines of all pages into heading, body and caption blocks."""
+def build_blocks(pages: list[PageLines], body: float, hits: dict[int, Hit], leading: float) -> list[Block]:
+    """Group the ordered lines of all pages into heading, body and caption blocks.
+
+    `leading` is the usual space between the lines of a paragraph (see layout.line_gap).
+    """
     lines = [ln for p in pages for ln in p.lines]
     page_of = {p.number: p for p in pages}
     blocks: list[Block] = []
@@ -63,7 +66,7 @@ def build_blocks(pages: list[PageLines], body: float, hits: dict[int, Hit]) -> l
             continue
         prev = blocks[-1] if blocks else None
         caption = starts_caption(ln, body)
-        if prev is None or prev.kind == "heading" or caption or _breaks(prev.lines[-1], ln, page_of):
+        if prev is None or prev.kind == "heading" or caption or _breaks(prev.lines[-1], ln, page_of, leading):
             blocks.append(Block("caption" if caption else "body", [ln]))
         else:
             prev.lines.append(ln)
@@ -71,7 +74,7 @@ def build_blocks(pages: list[PageLines], body: float, hits: dict[int, Hit]) -> l
     return blocks
 
 
-def _breaks(prev: Line, ln: Line, pages: dict[int, PageLines]) -> bool:
+def _breaks(prev: Line, ln: Line, pages: dict[int, PageLines], leading: float) -> bool:
     """True when `ln` starts a new paragraph after `prev`."""
     size = max(prev.size, ln.size, 1.0)
     if abs(prev.size - ln.size) > 0.8:
@@ -85,7 +88,7 @@ def _breaks(prev: Line, ln: Line, pages: dict[int, PageLines]) -> bool:
     if ln.page != prev.page or ln.column != prev.column:
         return short and ends_sentence
     gap = ln.y0 - prev.y1
-    if gap > 0.7 * size or gap < -0.5 * size:
+    if gap > max(0.7 * size, leading + 0.5 * size) or gap < -0.5 * size:
         return True
     if ln.x0 > left + 0.8 * size and ends_sentence:
         return True

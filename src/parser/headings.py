@@ -27,6 +27,9 @@ _TOP_NAMES = re.compile(
     r"^(abstract|introduction|references?|bibliography|acknowledge?ments?|appendix|conclusions?)$", re.I
 )
 _RUNNING_ON = re.compile(r"(\b(a|an|the|of|and|or|is|are|to|in|for|with|by|on|at|from|that|which|pages)|[a-z]-)$")
+_AFFILIATION = re.compile(
+    r"@|\b(universit(y|ies|[äàé]t?)|institute|department|laborator(y|ies)|school\s+of|college|inc\.|gmbh)\b", re.I
+)
 _PAGE_NO = re.compile(r"^(\d{1,3}|[ivxlc]{1,6})$", re.I)
 _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 
@@ -73,22 +76,27 @@ class _Cand:
 
 
 def find_headings(
-    pages: list[PageLines], body: float, body_font: str, toc: list[list[object]], title: str
+    pages: list[PageLines], body: float, body_font: str, leading: float, toc: list[list[object]], title: str
 ) -> dict[int, Hit]:
     """Headings of a paper: index of the first line in reading order -> Hit.
 
-    `toc` is the PDF outline (may be empty); `title` the paper's title, which outlines often list.
+    `leading` is the usual space between lines of a paragraph; `toc` the PDF outline (may be empty);
+    `title` the paper's title, which outlines often list.
     """
     lines = [ln for p in pages for ln in p.lines]
     page_of = {p.number: p for p in pages}
-    finder = _Finder(lines, page_of, body, body_font)
+    finder = _Finder(lines, page_of, body, body_font, leading)
     outline = match_outline(lines, toc, title, finder.toc) if toc else None
     return finder.run(outline)
 
 
 class _Finder:
-    def __init__(self, lines: list[Line], page_of: dict[int, PageLines], body: float, body_font: str) -> None:
+    def __init__(
+        self, lines: list[Line], page_of: dict[int, PageLines], body: float, body_font: str, leading: float
+    ) -> None:
         self.lines = lines
+        # Gaps are measured as if the paper were single-spaced: double-spaced preprints space every line.
+        self.extra_gap = max(0.0, leading - 0.25 * body)
         self.page_of = page_of
         self.body = body
         self.body_font = body_font
@@ -162,12 +170,16 @@ class _Finder:
             return None
         if re.match(r"\d+:\s", text):
             return None  # a numbered line of an algorithm listing
-        if re.search(r"[,;]$", text) or (re.match(r"[a-z]", c.num.name) and not re.match(r"[a-z]+[A-Z_(]", c.num.name)):
+        if re.search(r"[,;]$", c.text) or (
+            re.match(r"[a-z]", c.num.name) and not re.match(r"[a-z]+[A-Z_(]", c.num.name)
+        ):
             return None  # headings start with a capital, or with a code name ("3.1. readData")
-        if c.text.endswith(".") and not (c.numbered or c.named) and len(words) > 3:
-            return None  # a sentence, not a title
+        if c.text.endswith(".") and len(words) > (6 if c.numbered or c.named else 3):
+            return None  # a sentence (or a numbered list item), not a title
         if c.text.count(",") >= 3 and not c.numbered:
             return None  # a list of names: authors, affiliations, a reference
+        if ln.page == 1 and _AFFILIATION.search(c.text):
+            return None  # "1 Saarland University, ..." under the title: an affiliation, not section 1
         if _RUNNING_ON.search(c.text):
             return None  # a line broken mid-sentence: "... the sensitivity of f is", "the aggre-"
         if self._mathy(i, n) or not self._placed(i) or not self._ends_block(i + n - 1):
@@ -192,7 +204,7 @@ class _Finder:
         if prev is None or prev.page != ln.page or prev.column != ln.column:
             gap = 9.0
         else:
-            gap = (ln.y0 - prev.y1) / self.body
+            gap = (ln.y0 - prev.y1 - self.extra_gap) / self.body
         bold = ln.share("bold") >= 0.6
         italic = ln.share("italic") >= 0.8 if not runin_spans else all(s.italic for s in ln.spans[:runin_spans])
         if runin_spans:
@@ -244,10 +256,13 @@ class _Finder:
         return min(x.x0 for x in near), max(x.x1 for x in near)
 
     def _centered(self, i: int) -> bool:
+        """Centred in its column, or in the running text around it (columns are not always found)."""
         ln = self.lines[i]
-        left, right = self._text_edges(i)
-        width = right - left
-        return ln.x0 > left + 0.05 * width and abs((ln.x0 + ln.x1) / 2 - (left + right) / 2) < 0.06 * width
+        for left, right in (self._edges(ln), self._text_edges(i)):
+            width = right - left
+            if ln.x0 > left + 0.05 * width and abs((ln.x0 + ln.x1) / 2 - (left + right) / 2) < 0.06 * width:
+                return True
+        return False
 
     def _full(self, ln: Line) -> bool:
         left, right = self._edges(ln)
@@ -266,7 +281,7 @@ class _Finder:
         prev = self.lines[i - 1] if i else None
         if prev is None or prev.page != ln.page or prev.column != ln.column:
             return True
-        gap = ln.y0 - prev.y1
+        gap = ln.y0 - prev.y1 - self.extra_gap
         if gap > _GAP * self.body or gap < -0.5 * self.body:
             return True
         if _style(prev) != _style(ln):
@@ -278,7 +293,7 @@ class _Finder:
         nxt = self.lines[j + 1] if j + 1 < len(self.lines) else None
         if nxt is None or nxt.page != ln.page or nxt.column != ln.column:
             return True
-        gap = nxt.y0 - ln.y1
+        gap = nxt.y0 - ln.y1 - self.extra_gap
         return gap > 0.4 * self.body or _style(nxt) != _style(ln) or not self._full(ln)
 
     def _extent(self, i: int) -> int:
@@ -288,7 +303,10 @@ class _Finder:
         while n < 3 and i + n < len(self.lines):
             nxt, last = self.lines[i + n], self.lines[i + n - 1]
             same = _style(nxt) == _style(ln) and nxt.page == ln.page and nxt.column == ln.column
-            if not same or not 0 <= nxt.y0 - last.y1 < 0.8 * ln.size or parse_heading(nxt.text).number is not None:
+            gap = nxt.y0 - last.y1
+            if not same or not -0.2 * ln.size <= gap < 0.8 * ln.size + self.extra_gap:
+                break
+            if parse_heading(nxt.text).number is not None:
                 break
             if self._centered(i + n - 1) and self._centered(i + n):
                 n += 1  # a centred heading broken over lines ("APPENDIX A" / "PROOF OF THE ...")
@@ -334,7 +352,9 @@ class _Finder:
             k += 1
         if k >= len(spans) - 1:
             return 0
-        styled = (lambda s: s.bold) if spans[k].bold else (lambda s: s.italic) if spans[k].italic else None
+        # Code names inside a bold lead ("9.12. \mod and its relatives.") are set in typewriter.
+        first = next((s for s in spans[k:] if s.text.strip() and not s.mono), spans[k])
+        styled = (lambda s: s.bold) if first.bold else (lambda s: s.italic) if first.italic else None
         if styled is None:
             return 0
         chars = marked = 0
@@ -346,8 +366,7 @@ class _Finder:
             if ends and (j + 1 == len(spans) or not styled(spans[j + 1])):
                 lead = "".join(s.text for s in spans[: j + 1]).strip()
                 rest = "".join(s.text for s in spans[j + 1 :]).split()
-                # Code names inside a bold lead ("9.9. \overset, \underset") are set in typewriter.
-                if marked < 0.5 * chars or len(lead.split()) > 12 or len(rest) < 2:
+                if marked < 0.5 * chars or len(lead.split()) > 12 or not rest:
                     return 0
                 if not re.search(r"[^\W\d_]{2}", parse_heading(lead).name):
                     return 0  # "3.1." alone in bold: the name follows in another type
@@ -438,6 +457,8 @@ class _Finder:
             emphasised = c.strong or (c.italic and c.size >= 0.98) or (c.font_diff and c.size >= 0.9)
             if not emphasised or c.text.endswith(".") or self.lines[c.i].share("mono") >= 0.5:
                 continue  # code and verbatim lines are set apart too, but are not headings
+            if c.n == 1 and not (c.bold or c.caps) and self._full(self.lines[c.i]) and len(c.text.split()) >= 6:
+                continue  # a line of running text that fills its column
             if numbered_doc:
                 # Below numbered subsections, unnumbered lines are paragraph heads unless set larger.
                 ok = c.size >= 1.05 and (c.style in styles or repeats[c.style] >= 2)
@@ -512,11 +533,11 @@ def _path(num: Numbering, stack: list[int], roman_paper: bool) -> tuple[int, ...
     number = num.number or ""
     if num.style == "arabic":
         parts = tuple(int(x) for x in number.split("."))
-        if roman_paper and len(parts) == 1:  # "1." below "A." in a roman-numbered paper
-            return (*stack[:2], parts[0]) if len(stack) >= 2 else None
+        if roman_paper and len(parts) == 1:  # "1." below "A." (or below "Appendix B") in a roman-numbered paper
+            return (*stack[:2], parts[0]) if stack else None
         return parts
     if num.style == "paren":
-        return (*stack[:2], int(number)) if len(stack) >= 2 else None
+        return (*stack[:2], int(number)) if stack else None
     if num.style == "roman":
         return (_roman(number),)
     if num.style == "letter" and roman_paper:

@@ -222,6 +222,20 @@ def body_font(pages: list[list[Line]], size: float) -> str:
     return weights.most_common(1)[0][0] if weights else ""
 
 
+def line_gap(pages: list[PageLines], body: float) -> float:
+    """The usual space between two lines of a paragraph (double-spaced preprints have a lot)."""
+    gaps = []
+    for page in pages:
+        for a, b in zip(page.lines, page.lines[1:], strict=False):
+            same = a.column == b.column and abs(a.size - body) < 0.6 and abs(b.size - body) < 0.6
+            if same and len(a.text) > 40 and len(b.text) > 40 and 0 <= b.y0 - a.y1 < 3 * body:
+                gaps.append(b.y0 - a.y1)
+    if len(gaps) < 5:
+        return 0.2 * body
+    gaps.sort()
+    return gaps[len(gaps) // 2]
+
+
 def _signature(text: str) -> str:
     return re.sub(r"\d+", "#", text.lower()).strip()
 
@@ -235,7 +249,7 @@ def drop_page_furniture(pages: list[list[Line]], heights: list[float], body: flo
         margin_sigs.update(sigs)
     repeated = {s for s, c in margin_sigs.items() if c >= max(2, 0.3 * n)}
     kept: list[list[Line]] = []
-    for lines, h in zip(pages, heights, strict=True):
+    for number, (lines, h) in enumerate(zip(pages, heights, strict=True), start=1):
         edges = _text_edges(lines, body)
         out = []
         for ln in lines:
@@ -246,11 +260,19 @@ def drop_page_furniture(pages: list[list[Line]], heights: list[float], body: flo
                 continue
             if _in_margin(ln, h) and (_signature(text) in repeated or _PAGE_NUMBER.match(text)):
                 continue
+            if ln.y1 < h * _MARGIN and not ln.bold and ln.size < 1.05 * body and _numbered_running_head(text, number):
+                continue  # (a section heading at the top of its own page is bold or larger: "3 The AVE System")
             if _is_line_number(ln, edges):
                 continue
             out.append(ln)
         kept.append(out)
     return kept
+
+
+def _numbered_running_head(text: str, page: int) -> bool:
+    """ "2 K. T. Smith et al." on page 2: a running head with its page number, even if it never repeats."""
+    words = text.split()
+    return len(words) <= 12 and str(page) in (words[0], words[-1]) and len(words) > 1
 
 
 def _in_margin(ln: Line, height: float) -> bool:
@@ -330,7 +352,7 @@ def _widen_full_width_blocks(lines: list[Line], body: float) -> None:
         changed = False
         wide = [ln for ln in lines if ln.column == -1]
         for ln in lines:
-            if ln.column == -1 or ln.size > body - 0.4:
+            if ln.column == -1 or ln.head_size > body - 0.4:
                 continue
             if any(
                 -1.5 * ln.size < ln.y0 - w.y1 < 1.5 * ln.size or -1.5 * ln.size < w.y0 - ln.y1 < 1.5 * ln.size

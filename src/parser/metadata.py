@@ -9,7 +9,9 @@ from .text import normalize
 
 _JUNK_TITLE = re.compile(
     r"(microsoft\s+word|\.docx?$|\.tex$|\.pdf$|^untitled|template|^title$|^paper$|^main$|^draft|"
-    r"^[\w\-]+\.\w{2,4}$|^doi:|^arxiv:|^\d)",
+    r"^[\w\-]+\.\w{2,4}$|^doi:|^arxiv:|^\d"
+    # The venue, not the paper: "Proceedings of the 45th Annual Meeting of ...", "Journal of Hydrology".
+    r"|^(proceedings|journal\s+of|transactions\s+on|ieee\s+transactions|conference|workshop|symposium)\b)",
     re.I,
 )
 _VENUES = (

@@ -10,13 +10,24 @@ import pymupdf
 from ..errors import ParseError
 from .blocks import Block, build_blocks, paragraph_text
 from .headings import find_headings
-from .layout import PageLines, body_font, body_size, drop_page_furniture, figure_boxes, order_page, raw_lines
+from .layout import (
+    Line,
+    PageLines,
+    body_font,
+    body_size,
+    drop_page_furniture,
+    figure_boxes,
+    line_gap,
+    order_page,
+    raw_lines,
+)
 from .metadata import authors_from, metadata_title, title_lines, year_from
 from .models import Paper
 from .structure import Heading, Item, Text, assemble
 from .text import normalize, vocabulary
 
 MAX_PAGES = 500
+_REFERENCES = re.compile(r"^(\d+\.?\s*)?(references|bibliography|literature cited|参考文献)$", re.I)
 # "1 https://...", "*Equal contribution", "†Work done at ..." -- but not "[5] A. Author ...".
 _FOOTNOTE_MARK = re.compile(r"^(\d{1,2}\s?[A-Za-z]|[*\u2217\u2020\u2021\u00a7\u00b6])")
 
@@ -77,12 +88,8 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
             raise ParseError(path, f"page {i + 1}: cannot extract text ({exc})") from exc
     if sum(len(ln.text) for lines in raw for ln in lines) < 50:
         raise ParseError(path, "no extractable text (a scanned PDF?); OCR is not supported")
-    body = body_size(raw)
-    heights = [page.rect.height for page in doc]
-    cleaned = drop_page_furniture(raw, heights, body)
-    pages = [order_page(lines, i + 1, doc[i].rect.width, heights[i], body) for i, lines in enumerate(cleaned)]
-    for page, pdf_page in zip(pages, doc, strict=True):
-        page.figures = figure_boxes(pdf_page, page.lines, body)
+    pages, body, cleaned = lay_out(doc, raw)
+    heights = [p.height for p in pages]
 
     meta = doc.metadata or {}
     page_one = normalize(doc[0].get_text())
@@ -93,8 +100,9 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     paper_title = title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
 
     toc = doc.get_toc() if use_outline else []
-    hits = find_headings(pages, body, body_font(cleaned, body), toc, paper_title)
-    blocks = build_blocks(pages, body, hits)
+    leading = line_gap(pages, body)
+    hits = find_headings(pages, body, body_font(cleaned, body), leading, toc, paper_title)
+    blocks = build_blocks(pages, body, hits, leading)
     blocks = _rejoin_across_floats(_drop_footnotes(_attach_tables(blocks), body, heights))
     vocab = vocabulary(ln.text for p in pages for ln in p.lines)
     items: list[Item] = []
@@ -113,6 +121,36 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
         pages=doc.page_count,
         source=str(path),
     )
+
+
+def lay_out(doc: pymupdf.Document, raw: list[list[Line]]) -> tuple[list[PageLines], float, list[list[Line]]]:
+    """Pages in reading order without furniture, the body type size, and the cleaned lines per page."""
+    heights = [page.rect.height for page in doc]
+
+    def order(body: float) -> tuple[list[PageLines], list[list[Line]]]:
+        cleaned = drop_page_furniture(raw, heights, body)
+        return [
+            order_page(lines, i + 1, doc[i].rect.width, heights[i], body) for i, lines in enumerate(cleaned)
+        ], cleaned
+
+    body = body_size(raw)
+    pages, cleaned = order(body)
+    # In a short paper the reference list can outweigh the body text: measure the body before it.
+    running = body_size([_before_references([ln for p in pages for ln in p.lines])])
+    if running != body:
+        body = running
+        pages, cleaned = order(body)
+    for page, pdf_page in zip(pages, doc, strict=True):
+        page.figures = figure_boxes(pdf_page, page.lines, body)
+    return pages, body, cleaned
+
+
+def _before_references(lines: list[Line]) -> list[Line]:
+    """The lines before a closing References heading (all of them when there is none)."""
+    for i in range(len(lines) - 1, int(0.4 * len(lines)), -1):
+        if _REFERENCES.match(lines[i].text):
+            return lines[:i]
+    return lines
 
 
 def _attach_tables(blocks: list[Block]) -> list[Block]:

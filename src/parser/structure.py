@@ -93,7 +93,15 @@ def _abstract_from_front(front: list[Text]) -> list[Text]:
             rest = [x for x in front[i + 1 :] if not _KEYWORDS.match(x.text) and len(x.text.split()) >= 25]
             return [Text(t.text[m.end() :], t.page, t.page_end), *rest]
     long = [t for t in front if t.kind == "body" and len(t.text.split()) >= 60]
-    return [max(long, key=lambda t: len(t.text))] if long else []
+    if long:
+        return [max(long, key=lambda t: len(t.text))]
+    # A short abstract: the paragraphs that close the front matter, after the names and addresses.
+    tail: list[Text] = []
+    for t in reversed(front):
+        if t.kind != "body" or _KEYWORDS.match(t.text) or len(t.text.split()) < 12:
+            break
+        tail.insert(0, t)
+    return tail if sum(len(t.text.split()) for t in tail) >= 25 else []
 
 
 def _sections(headings: list[Heading]) -> list[Section]:
