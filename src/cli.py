@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from .errors import ConfigError, PaperscopeError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from .agent.answer import Answer
     from .config import Settings
+    from .parser.models import Section
     from .rag.store import PaperStore
 
 app = typer.Typer(
@@ -63,14 +65,19 @@ def parse(
         raise _fail(exc) from None
     body = [c for c in chunks if c.kind == "chunk"]
     if as_json:
+        def section(s: Section) -> dict[str, Any]:
+            return {"title": s.title, "level": s.level, "category": s.category.name, "page": s.page}
+
         out = {
             "title": paper.title,
+            "authors": paper.authors,
             "year": paper.year,
             "pages": paper.pages,
-            "sections": [
-                {"title": s.title, "level": s.level, "category": s.category.name, "page": s.page}
-                for s in paper.sections
-            ],
+            "structure": "found" if paper.structure_found else "none found",
+            # Headings printed in the paper; the parser's own sections (an abstract without a heading,
+            # the text of a paper without headings) are listed apart.
+            "sections": [section(s) for s in paper.sections if s.printed],
+            "supplied_sections": [section(s) for s in paper.sections if not s.printed],
             "chunks": [
                 {
                     "chunk_index": c.chunk_index,
@@ -93,13 +100,20 @@ def parse(
     tree = Tree(f"[bold]{paper.title}[/bold]\n[dim]{', '.join(paper.authors) or 'authors unknown'} · {meta}[/dim]")
     nodes: dict[int, Tree] = {}
     for s in paper.sections:
-        label = f"{s.title}  [cyan]{s.category.name}[/cyan] [dim]p.{s.page} · {per_section.get(s.id, 0)} chunks[/dim]"
+        supplied = "" if s.printed else " [dim](no heading printed)[/dim]"
+        label = (
+            f"{escape(s.title)}{supplied}  [cyan]{s.category.name}[/cyan] "
+            f"[dim]p.{s.page} · {per_section.get(s.id, 0)} chunks[/dim]"
+        )
         parent = nodes.get(s.parent_id) if s.parent_id is not None else None
         nodes[s.id] = (parent or tree).add(label)
     console.print(tree)
+    if not paper.structure_found:
+        console.print(f"[yellow]structure: none found[/yellow] in {escape(file.name)}: {NO_STRUCTURE}", highlight=False)
 
 
 SHORT_ID = 8  # doc_id characters shown in tables
+NO_STRUCTURE = "no headings were found; the text is kept as one section and is still searched"
 KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: papers).")]
 
 
@@ -178,7 +192,9 @@ def ingest(
         table.add_column("title / error", overflow="fold" if report.failed else "ellipsis", no_wrap=not report.failed)
         colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
         for f in report.files:
-            detail = f.error if f.status == "failed" else (f.title or "")
+            detail = (f.error or "") if f.status == "failed" else (f.title or "")
+            if not f.structure_found:
+                detail += " (structure: none found)"
             table.add_row(
                 Path(f.path).name,
                 f"[{colours[f.status]}]{f.status}[/]",
@@ -194,6 +210,9 @@ def ingest(
             f"{counts} · {report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}",
             highlight=False,
         )
+        flat = [Path(f.path).name for f in report.files if not f.structure_found]
+        if flat:
+            console.print(f"[yellow]structure: none found[/yellow] in {escape(', '.join(flat))}: {NO_STRUCTURE}")
     if report.failed:
         raise typer.Exit(code=1)
 

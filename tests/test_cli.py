@@ -25,7 +25,8 @@ def test_parse_json_shape(sample_pdfs: dict[str, Path]) -> None:
     result = CliRunner().invoke(app, ["parse", str(sample_pdfs["flashrank"]), "--json"])
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)  # nothing but the JSON on stdout
-    assert set(data) == {"title", "year", "pages", "sections", "chunks"}
+    assert set(data) == {"title", "authors", "year", "pages", "structure", "sections", "supplied_sections", "chunks"}
+    assert data["structure"] == "found"
     assert data["title"].startswith("FlashRank")
     assert data["year"] == 2023
     assert all(set(s) == SECTION_KEYS for s in data["sections"])
@@ -39,6 +40,37 @@ def test_parse_tree(sample_pdfs: dict[str, Path]) -> None:
     result = CliRunner().invoke(app, ["parse", str(sample_pdfs["blendir"])])
     assert result.exit_code == 0
     assert "III. ADAPTIVE FUSION" in result.stdout and "METHOD" in result.stdout
+
+
+def _flat_pdf(path: Path) -> Path:
+    """A paper in which nothing stands out as a heading."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    sentence = "Structure-aware retrieval finds the passage that answers a question about a paper. "
+    page, y = doc.new_page(), 72.0
+    for text in ["Abstract: " + sentence * 4, *([sentence * 5] * 6)]:
+        y += 300 - page.insert_textbox(pymupdf.Rect(72, y, 523, y + 300), text, fontsize=10) + 9
+    doc.save(path)
+    return path
+
+
+def test_structure_none_found_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    flat = _flat_pdf(tmp_path / "flat.pdf")
+    runner = CliRunner()
+    tree = runner.invoke(app, ["parse", str(flat)])
+    assert tree.exit_code == 0 and "structure: none found" in tree.stdout and "flat.pdf" in tree.stdout
+    data = json.loads(runner.invoke(app, ["parse", str(flat), "--json"]).stdout)
+    assert data["structure"] == "none found" and data["sections"] == []
+    assert [s["category"] for s in data["supplied_sections"]] == ["ABSTRACT", "OTHER"]
+
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MILVUS_URI", raising=False)
+    result = runner.invoke(app, ["ingest", str(flat), "--kb", "flat"])
+    assert result.exit_code == 0, result.stderr
+    assert "structure: none found" in result.stdout
+    report = json.loads(runner.invoke(app, ["ingest", str(flat), "--kb", "flat", "--force", "--json"]).stdout)
+    assert report["files"][0]["structure_found"] is False
 
 
 PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source"}

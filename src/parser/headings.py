@@ -341,7 +341,8 @@ class _Finder:
             return True
         text = " ".join(ln.text for ln in lines)
         words = re.findall(r"[^\W\d_]{3,}", text)
-        return bool(_OPERATORS.search(parse_heading(text).name)) and len(words) <= 1
+        name = parse_heading(text).name
+        return bool(_OPERATORS.search(name) or re.search(r"\s[-*]\s", name)) and len(words) <= 1
 
     def _runin(self, i: int) -> int:
         """Spans of a run-in lead set apart by its type: "8.1. Bold versions of symbols. In the ..."."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from .categories import match_category
 from .layout import Line
 from .text import normalize
 
@@ -14,6 +15,12 @@ _JUNK_TITLE = re.compile(
     r"|^(proceedings|journal\s+of|transactions\s+on|ieee\s+transactions|conference|workshop|symposium)\b)",
     re.I,
 )
+_ARTICLE_TYPE = re.compile(
+    r"(research|review|original|short|brief|technical|invited|regular)?\s*(article|paper|report|communication|"
+    r"note|letter|review|research|perspective|commentary|editorial)s?",
+    re.I,
+)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 _VENUES = (
     r"NeurIPS|NIPS|ICML|ICLR|ACL|EMNLP|NAACL|EACL|COLING|COLM|AAAI|IJCAI|KDD|SIGIR|WSDM|WWW|CIKM|ECIR|"
     r"CVPR|ICCV|ECCV|CHI|UIST|CSCW|OSDI|SOSP|NSDI|EuroSys|MLSys|VLDB|SIGMOD|ICDE|TACL|JMLR|UAI|AISTATS|"
@@ -28,7 +35,10 @@ _COPYRIGHT = re.compile(r"(?:\u00a9|\(c\)|copyright)\s*((?:19|20)\d{2})", re.I)
 def metadata_title(meta: dict[str, str] | None, page_one_text: str) -> str | None:
     """The metadata title when it is a real one (not a file name, present on page 1)."""
     title = normalize((meta or {}).get("title") or "")
-    if len(title.split()) < 3 or _JUNK_TITLE.search(title):
+    cjk = len(_CJK.findall(title))
+    if (len(title.split()) < 3 and cjk < 6) or _JUNK_TITLE.search(title):
+        return None
+    if cjk >= 6 and title.replace(" ", "") not in page_one_text.replace(" ", ""):
         return None
     words = [w for w in re.findall(r"[a-z]{4,}", title.lower())]
     page = page_one_text.lower()
@@ -37,14 +47,16 @@ def metadata_title(meta: dict[str, str] | None, page_one_text: str) -> str | Non
     return title
 
 
-def title_lines(lines: list[Line], page_height: float) -> list[Line]:
-    """The lines set in the largest type near the top of page 1."""
+def title_lines(lines: list[Line], page_height: float, body: float = 0.0) -> list[Line]:
+    """The lines set in the largest type near the top of page 1 (none when nothing is larger than the body)."""
     # Logos and teaser figures further down can carry bigger type than the title.
     top = [ln for ln in lines if ln.y0 < page_height * 0.3 and len(ln.text) > 1]
-    candidates = [ln for ln in top if re.search(r"[A-Za-z]{3}", ln.text)]
+    candidates = [ln for ln in top if re.search(r"[^\W\d_]{3}", ln.text)]
     if not candidates:
         return []
     biggest = max(ln.size for ln in candidates)
+    if biggest < 1.1 * body:
+        return []  # plain text from the first line on: the paragraph is not a title
     first = next(i for i, ln in enumerate(top) if ln.size == biggest and ln in candidates)
     chosen = [top[first]]
     for ln in top[first + 1 :]:
@@ -52,7 +64,8 @@ def title_lines(lines: list[Line], page_height: float) -> list[Line]:
             chosen.append(ln)
         else:
             break
-    return chosen
+    # "Research Article" above the title, in the same type: the kind of article, not its title.
+    return [ln for ln in chosen if not _ARTICLE_TYPE.fullmatch(ln.text)] or chosen
 
 
 def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[str]:
@@ -65,7 +78,9 @@ def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[s
             return names
     for ln in after_title[:3]:
         text = re.sub(r"[\d\u2020\u2021*\u00a7\u00b6\u2660-\u2667,]+(?=\s|,|$)", ",", ln.text)
-        parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", text)
+        parts = re.split(r"\s*(?:,|;|\band\b|&|、|，)\s*", text)
+        if all(re.fullmatch(r"[\u4e00-\u9fff ]+", p) for p in parts if p.strip()):
+            parts = text.split()  # Chinese names are set apart by spaces
         names = [p.strip() for p in parts if _looks_like_name(p.strip())]
         if len(names) >= 1 and len(names) >= 0.6 * len([p for p in parts if p.strip()]):
             return names
@@ -73,6 +88,8 @@ def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[s
 
 
 def _looks_like_name(text: str) -> bool:
+    if re.fullmatch(r"[\u4e00-\u9fff]{2,4}", text):
+        return match_category(text) is None  # a Chinese name (张三, 欧阳修), not a heading (摘要)
     words = text.split()
     return (
         2 <= len(words) <= 5

@@ -68,6 +68,11 @@ class Paper(BaseModel):
     sections: list[Section] = Field(default_factory=list)
     paragraphs: list[Paragraph] = Field(default_factory=list)
 
+    @property
+    def structure_found(self) -> bool:
+        """True when at least one heading was found in the text (not only sections the parser supplied)."""
+        return any(s.printed for s in self.sections)
+
     def section(self, section_id: int) -> Section:
         """Return the section with this id."""
         return self.sections[section_id]

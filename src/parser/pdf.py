@@ -93,7 +93,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
 
     meta = doc.metadata or {}
     page_one = normalize(doc[0].get_text())
-    found_title = title_lines(pages[0].lines, heights[0])
+    found_title = title_lines(pages[0].lines, heights[0], body)
     for ln in found_title:
         pages[0].lines.remove(ln)
     after_title = pages[0].lines[:4]

@@ -11,7 +11,9 @@ from .models import Paper, Paragraph, Section
 from .models import SectionCategory as Cat
 from .numbering import Numbering, parse_heading
 
-_RUN_IN_ABSTRACT = re.compile(r"^abstract(?:\s*[\u2014\u2013\-:.]+\s*|\s+(?=[A-Z]))", re.I)
+_RUN_IN_ABSTRACT = re.compile(r"^(abstract|摘\s*要)(?:\s*[\u2014\u2013\-:.：]+\s*|\s+(?=[A-Z]))", re.I)
+_INTRO_LEAD = re.compile(r"^(1\.?\s*|I\.\s*)?(introduction|引\s*言|绪\s*论|前\s*言)\b", re.I)
+_SECTION_LEAD = re.compile(r"^(\d{1,2}\.?\s+[A-Z]|(II|III|IV)\.\s|[二三四五六七八九]、)")
 _KEYWORDS = re.compile(r"^(keywords|key\s*words|index\s+terms|ccs\s+concepts|acm\s+reference)", re.I)
 
 
@@ -47,7 +49,7 @@ def assemble(items: list[Item], *, title: str, authors: list[str], year: int | N
     """Build the section tree, categories, abstract and caption links."""
     first_heading = next((i for i, it in enumerate(items) if isinstance(it, Heading)), len(items))
     if first_heading == len(items):
-        first_heading = 0  # no headings at all: everything is body text
+        return _unstructured(items, title=title, authors=authors, year=year, pages=pages, source=source)
     front = [it for it in items[:first_heading] if isinstance(it, Text)]
     body = items[first_heading:]
     has_abstract_heading = any(
@@ -57,6 +59,44 @@ def assemble(items: list[Item], *, title: str, authors: list[str], year: int | N
         abstract = _abstract_from_front(front)
         if abstract:
             body = [Heading("Abstract", abstract[0].page, 0, printed=False), *abstract, *body]
+    return _paper(body, title=title, authors=authors, year=year, pages=pages, source=source)
+
+
+def _unstructured(
+    items: list[Item], *, title: str, authors: list[str], year: int | None, pages: int, source: str
+) -> Paper:
+    """A paper without a single heading found: its abstract, an Introduction where the text names one, the rest."""
+    texts = [it for it in items if isinstance(it, Text)]
+    opening = texts[: max(8, len(texts) // 5)]
+    at = next((k for k, t in enumerate(opening) if _RUN_IN_ABSTRACT.match(t.text)), None)
+    if at is None:
+        at = next((k for k, t in enumerate(opening) if t.kind == "body" and len(t.text.split()) >= 60), None)
+    abstract: list[Text] = []
+    if at is not None:
+        m = _RUN_IN_ABSTRACT.match(texts[at].text)
+        first = texts[at]
+        abstract = [Text(first.text[m.end() :], first.page, first.page_end) if m else first]
+    before = texts[:at] if at is not None else []
+    rest = texts[at + 1 :] if at is not None else texts
+    body: list[Item] = []
+    if before:  # a plain text file's opening lines, a PDF's title block: kept, not guessed at
+        body += [Heading("Text", before[0].page, 0, printed=False), *before]
+    if abstract:
+        body += [Heading("Abstract", abstract[0].page, 0, printed=False), *abstract]
+    intro = next((k for k, t in enumerate(rest) if _INTRO_LEAD.match(t.text)), None)
+    if intro is not None:
+        # The introduction runs to the next paragraph that opens a section in the running text, at most a
+        # quarter of what is left: the text says where it begins, not where it ends.
+        end = next((k for k in range(intro + 1, len(rest)) if _SECTION_LEAD.match(rest[k].text)), len(rest))
+        end = min(end, intro + 1 + max(3, (len(rest) - intro) // 4))
+        body += [*rest[:intro], Heading("Introduction", rest[intro].page, 0, printed=False), *rest[intro:end]]
+        rest = rest[end:]
+    if rest or not body:
+        body += [Heading("Text" if not before else "Body", rest[0].page if rest else 1, 0, printed=False), *rest]
+    return _paper(body, title=title, authors=authors, year=year, pages=pages, source=source)
+
+
+def _paper(body: list[Item], *, title: str, authors: list[str], year: int | None, pages: int, source: str) -> Paper:
     if not any(isinstance(it, Heading) for it in body):
         body = [Heading("Text", body[0].page if body else 1, 0, printed=False), *body]
 

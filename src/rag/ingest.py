@@ -62,6 +62,7 @@ class FileResult(BaseModel):
     chunks: int = Field(0, description="Rows written (0 when unchanged or failed).")
     seconds: float = 0.0
     error: str | None = Field(None, description="Why the file failed, naming it.")
+    structure_found: bool = Field(True, description="False when the parser found no heading in the paper.")
     replaced: list[str] = Field(default_factory=list, description="doc_ids of earlier versions removed.")
 
 
@@ -217,6 +218,7 @@ def _ingest_file(
         chunks=n,
         seconds=time.perf_counter() - started,
         replaced=earlier,
+        structure_found=paper.structure_found,
     )
 
 
