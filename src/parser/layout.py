@@ -260,8 +260,8 @@ def drop_page_furniture(pages: list[list[Line]], heights: list[float], body: flo
                 continue
             if _in_margin(ln, h) and (_signature(text) in repeated or _PAGE_NUMBER.match(text)):
                 continue
-            if ln.y1 < h * _MARGIN and not ln.bold and ln.size < 1.05 * body and _numbered_running_head(text, number):
-                continue  # (a section heading at the top of its own page is bold or larger: "3 The AVE System")
+            if ln.y1 < h * _MARGIN and not ln.bold and _numbered_running_head(text, number):
+                continue
             if _is_line_number(ln, edges):
                 continue
             out.append(ln)
@@ -272,7 +272,11 @@ def drop_page_furniture(pages: list[list[Line]], heights: list[float], body: flo
 def _numbered_running_head(text: str, page: int) -> bool:
     """ "2 K. T. Smith et al." on page 2: a running head with its page number, even if it never repeats."""
     words = text.split()
-    return len(words) <= 12 and str(page) in (words[0], words[-1]) and len(words) > 1
+    if len(words) < 2 or len(words) > 12 or str(page) not in (words[0], words[-1]):
+        return False
+    # A section that starts its own page ("3 The AVE System" on page 3) is bold, or in capitals.
+    rest = " ".join(words[1:] if words[0] == str(page) else words[:-1])
+    return not rest.isupper()
 
 
 def _in_margin(ln: Line, height: float) -> bool:
