@@ -135,9 +135,15 @@ def closest_env_name(name: str) -> str | None:
 
 
 def unknown_env(environ: Mapping[str, str]) -> list[str]:
-    """PAPERSCOPE_* variables in `environ` that no setting reads (names compared case-insensitively)."""
+    """PAPERSCOPE_* variables in `environ` that no setting reads (names compared case-insensitively).
+
+    An unknown field of a known part (PAPERSCOPE_CHUNKING__CHUNK_SIZ) is not listed: it is an error.
+    """
     known = set(env_names())
-    return sorted(k for k in environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
+    parts = tuple(f"{ENV_PREFIX}{field.upper()}__" for field in Settings.model_fields)
+    return sorted(
+        k for k in environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known and not k.upper().startswith(parts)
+    )
 
 
 def _hint(name: str) -> str:

@@ -219,12 +219,12 @@ def _clip(text: str, field: str) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
 
 
-def _fit(text: str, field: str, doc_id: str, chunk: Chunk) -> str:
+def _fit(text: str, field: str, where: str, chunk: Chunk) -> str:
     """`text` if it fits the field's byte limit; a longer text is refused, never cut silently."""
     size = len(text.encode("utf-8"))
     if size > _VARCHAR[field]:
         raise StoreError(
-            f"paper {doc_id}: {chunk.kind} {chunk.chunk_index} ({chunk.section_title or 'no section'}): {field} is "
+            f"{where}: {chunk.kind} {chunk.chunk_index} ({chunk.section_title or 'no section'}): {field} is "
             f"{size:,} bytes, over Milvus' {_VARCHAR[field]:,}-byte limit; nothing was stored (a smaller "
             "chunk_size keeps chunks within it)"
         )
@@ -707,7 +707,8 @@ class PaperStore:
         body = [c.chunk_index for c in chunks if c.kind == "chunk"]
         if body != list(range(len(body))):
             raise StoreError(f"knowledge base {self.kb!r}: paper {doc_id}: chunk_index of body chunks is not 0..N-1")
-        texts = [(_fit(c.text, "text", doc_id, c), _fit(c.index_text, "index_text", doc_id, c)) for c in chunks]
+        where = f"knowledge base {self.kb!r}: paper {doc_id}"
+        texts = [(_fit(c.text, "text", where, c), _fit(c.index_text, "index_text", where, c)) for c in chunks]
 
         title = _clip(paper.title, "title")
         year = _small_int(paper.year, 16)
