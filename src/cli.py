@@ -50,7 +50,6 @@ def _root() -> None:
     log = logging.getLogger("paperscope")
     if not any(isinstance(h, _Warnings) for h in log.handlers):
         log.addHandler(_Warnings(logging.WARNING))
-        log.propagate = False
 
 
 def _quiet_milvus() -> None:
@@ -278,9 +277,7 @@ def _say_interrupted(report: IngestReport, current: str | None) -> None:
     done = [f for f in report.files if f.status != "failed"]
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged") if report.count(s))
     kept = f"kept the {len(done)} file(s) finished before it ({counts})" if done else "no file was finished"
-    unfinished = (
-        f"; {Path(current).name} was not finished: nothing of it is searchable" if current is not None else ""
-    )
+    unfinished = f"; {Path(current).name} was not finished: nothing of it is searchable" if current is not None else ""
     err_console.print(
         f"[red]interrupted:[/red] {markup(kept + unfinished)}. Run the same `paperscope ingest` again: it skips what "
         "is stored and repairs what was cut short.",
@@ -392,7 +389,7 @@ def _resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
     papers = [p.doc_id for p in store.list_papers(brief=True) if p.ready]
     out = []
     for raw in given:
-        _check_doc_id_arg(raw, "--paper ")
+        _check_doc_id_arg(raw, "--paper: ")
         matches = _matching_doc_ids(papers, raw)
         if len(matches) != 1:
             problem = "matches several papers" if matches else f"is not a paper in knowledge base {kb!r}"
@@ -455,7 +452,7 @@ def _check_scope(question: str, paper: list[str] | None, section: list[str] | No
         for raw in section or []:
             parse_category(raw)
         for raw in paper or []:
-            _check_doc_id_arg(raw, "--paper ")
+            _check_doc_id_arg(raw, "--paper: ")
     except (ConfigError, ValueError) as exc:
         raise _fail(exc) from None
 
@@ -596,7 +593,7 @@ def evaluate(
             *(fmt(summary.scores[m]) for m in METRICS),
             f"{summary.latency_p50:.2f}",
         )
-    console.print(table)
+    _print_table(table)
     for m, text in EXPLANATIONS.items():
         console.print(f"[dim]{markup(SHORT.get(m, m))} = {markup(LABELS.get(m, m))}: {markup(text)}[/dim]")
     errors = [r for r in report.results if r.error]
@@ -606,6 +603,18 @@ def evaluate(
         console.print(f"report written to {markup(out)}")
     if errors:
         raise typer.Exit(code=1)
+
+
+def _print_table(table: Any) -> None:
+    """A table at the terminal's width; piped, at the width it needs (no column squeezed to nothing)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    if console.is_terminal:
+        console.print(table)
+        return
+    width = Measurement.get(console, console.options.update(width=1000), table).maximum
+    Console(file=console.file, width=max(width, console.width), emoji=False, highlight=False).print(table)
 
 
 def _print_answer(answer: Answer) -> None:

@@ -142,7 +142,9 @@ def unknown_env(environ: Mapping[str, str]) -> list[str]:
     known = set(env_names())
     parts = tuple(f"{ENV_PREFIX}{field.upper()}__" for field in Settings.model_fields)
     return sorted(
-        k for k in environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known and not k.upper().startswith(parts)
+        k
+        for k in environ
+        if k.upper().startswith(ENV_PREFIX) and k.upper() not in known and not k.upper().startswith(parts)
     )
 
 
@@ -157,7 +159,7 @@ def _env_error(exc: SettingsError) -> ConfigError:
     name = f"{ENV_PREFIX}{m.group(1).upper()}" if m else f"a {ENV_PREFIX}* variable"
     cause = exc.__cause__
     why = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause or exc)
-    return ConfigError(f"{name}: {why}; expected a JSON object such as {{\"k\": 8}}")
+    return ConfigError(f'{name}: {why}; expected a JSON object such as {{"k": 8}}')
 
 
 def _validation_error(exc: ValidationError, environ: Mapping[str, str]) -> ConfigError:

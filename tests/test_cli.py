@@ -167,7 +167,14 @@ def test_reading_a_knowledge_base_that_does_not_exist_says_so(
     gold = tmp_path / "gold.jsonl"
     gold.write_text('{"id": "a", "query": "what is FlashRank?"}\n')
     runner = CliRunner()
-    for args in (["papers"], ["ask", "what is FlashRank?"], ["chat"], ["eval", str(gold)], ["check"], ["remove", "abcd"]):
+    for args in (
+        ["papers"],
+        ["ask", "what is FlashRank?"],
+        ["chat"],
+        ["eval", str(gold)],
+        ["check"],
+        ["remove", "abcd"],
+    ):
         result = runner.invoke(app, [*args, "--kb", "typo"], input="/quit\n")
         assert result.exit_code == 1, (args, result.stdout)
         assert "knowledge base 'typo' does not exist (existing: 'papers')" in result.stderr, args
@@ -209,7 +216,9 @@ def test_piped_ingest_lines_keep_every_column_whole(tmp_path: Path, monkeypatch:
     result = CliRunner().invoke(app, ["ingest", str(tmp_path / long_name), str(broken)])
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert any(line.startswith("ingested") and long_name in line and "A Long Title That Goes On" in line for line in lines)
+    assert any(
+        line.startswith("ingested") and long_name in line and "A Long Title That Goes On" in line for line in lines
+    )
     failed = next(line for line in lines if line.startswith("failed"))
     assert "broken-with-a-long-name-too.pdf: truncated PDF (no %%EOF marker at the end of the file)" in failed
 
@@ -263,7 +272,9 @@ def test_settings_mistakes_are_one_line_errors_or_warnings(tmp_path: Path, monke
     monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PAPERSCOPE_RETRIVAL", '{"k": 3}')
     result = runner.invoke(app, ["papers"])
-    assert "warning: unknown setting PAPERSCOPE_RETRIVAL is ignored; did you mean PAPERSCOPE_RETRIEVAL?" in result.stderr
+    assert (
+        "warning: unknown setting PAPERSCOPE_RETRIVAL is ignored; did you mean PAPERSCOPE_RETRIEVAL?" in result.stderr
+    )
     monkeypatch.delenv("PAPERSCOPE_RETRIVAL")
     binary = tmp_path / "gold.jsonl"
     binary.write_bytes(bytes(range(256)) * 4)
@@ -277,7 +288,9 @@ def test_milvus_uri_may_name_a_lite_file(tmp_path: Path, local_embedder: CachedE
     with PaperStore.open(settings, local_embedder) as store:
         assert store.is_lite and store.uri == str(db.resolve())
     env = {**os.environ, "MILVUS_URI": str(db), "PAPERSCOPE_HOME": str(tmp_path / "home")}
-    result = subprocess.run([sys.executable, "-m", "paperscope.cli", "papers", "--json"], env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "paperscope.cli", "papers", "--json"], env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0 and json.loads(result.stdout) == [], result.stderr
     env["MILVUS_URI"] = str(tmp_path / "kbdir")
     result = subprocess.run([sys.executable, "-m", "paperscope.cli", "papers"], env=env, capture_output=True, text=True)

@@ -74,7 +74,10 @@ def _render(renderable: object, terminal_codes: bool) -> str:
 
 
 def test_clean_shows_controls_and_bidi_visibly_and_keeps_newlines_and_tabs() -> None:
-    assert terminal.clean(f"a{ESC}[2Jb\tc\nd\x9be\u202ef\u2066g\x7f\x00") == "a\\x1b[2Jb\tc\nd\\x9be\\u202ef\\u2066g\\x7f\\x00"
+    assert (
+        terminal.clean(f"a{ESC}[2Jb\tc\nd\x9be\u202ef\u2066g\x7f\x00")
+        == "a\\x1b[2Jb\tc\nd\\x9be\\u202ef\\u2066g\\x7f\\x00"
+    )
     assert terminal.clean("café – 数据 [1]") == "café – 数据 [1]"  # ordinary text is untouched
     assert terminal.clean("name\udcff.pdf") == "name\\udcff.pdf"  # an undecodable byte of a file name
 
@@ -108,7 +111,9 @@ def test_json_text_escapes_what_json_leaves_raw() -> None:
 # --- every command, piped -------------------------------------------------------------------------------
 
 
-def test_every_command_prints_hostile_text_literally_when_piped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_command_prints_hostile_text_literally_when_piped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MILVUS_URI", raising=False)
     monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
@@ -136,10 +141,17 @@ def test_every_command_prints_hostile_text_literally_when_piped(tmp_path: Path, 
     assert "[link=https://x.example]markup[/link]" in answer and "[1]" in answer
     assert "[model card](https://evil.example/card)" in answer  # document text: shown as written
     assert "[2, 5]" not in answer and "[12–14]" not in answer  # the paper's own reference numbers are gone
-    chat = run("chat", "--no-agent", stdin="Does dense retrieval encode queries and passages as vectors?\n/sources 1\n/papers\n/quit\n")
+    chat = run(
+        "chat",
+        "--no-agent",
+        stdin="Does dense retrieval encode queries and passages as vectors?\n/sources 1\n/papers\n/quit\n",
+    )
     assert "Dense [/i] Study" in chat and "with [link=https://x.example]markup[/link]" in chat
     evaluated = run("eval", str(gold_file(tmp_path)), "--no-agent", code=1)
     assert "bad[/i]\\x1b]0;x\\x07" in evaluated and "no words" in evaluated
+    narrow = runner.invoke(app, ["eval", str(gold_file(tmp_path)), "--no-agent"], env={"COLUMNS": "60"}).stdout
+    overall = next(line for line in narrow.splitlines() if "overall" in line)
+    assert "…" not in overall and "1.000" in overall  # piped: no column squeezed away
     assert "Dense [/i] Study" in run("parse", str(paper))
     assert "invalid doc_id '[/i]'" in run("remove", "[/i]", code=1)
     assert "unknown section category '[/i]'" in run("ask", "x", "--section", "[/i]", code=1)

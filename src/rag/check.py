@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -69,9 +70,9 @@ def _gaps(indexes: list[int], n: int) -> str:
     seen = sorted(indexes)
     if seen == list(range(n)):
         return ""
-    have = set(seen)
+    have = Counter(seen)
     missing = [i for i in range(max(n, (seen[-1] + 1) if seen else 0)) if i not in have]
-    doubled = sorted({i for i in seen if seen.count(i) > 1})
+    doubled = sorted(i for i, times in have.items() if times > 1)
     parts = []
     if missing:
         parts.append("missing " + ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else ""))

@@ -150,7 +150,7 @@ def test_an_empty_knowledge_base_says_so(tmp_path: Path, local_embedder: CachedE
 
 @pytest.mark.parametrize("question", ["?!", "...", " — ", "？！", ""])
 def test_a_question_without_words_is_refused(searcher: Searcher, question: str) -> None:
-    with pytest.raises(ValueError, match="the question (has no words|is empty)"):
+    with pytest.raises(ValueError, match=r"the question (has no words|is empty)"):
         searcher.answer(question)
 
 

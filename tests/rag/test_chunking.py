@@ -97,7 +97,9 @@ def test_unknown_strategy(paper: Paper) -> None:
 def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str) -> None:
     """The tokenizer counts a 50,000-character word as one unknown token: the character cap cuts it."""
     blob = "x" * 46_000 + "数据" * 2_000  # 50,000 characters: one unknown token, then unspaced CJK
-    paper = parse_markdown(f"# Blob Paper\n\n## Abstract\n\nA short abstract.\n\n## 1 Data\n\nThe blob: {blob} ends here.\n")
+    paper = parse_markdown(
+        f"# Blob Paper\n\n## Abstract\n\nA short abstract.\n\n## 1 Data\n\nThe blob: {blob} ends here.\n"
+    )
     counter = local_token_counter()
     chunks = chunk_paper(paper, counter, strategy, ChunkOptions(chunk_size=200, parent_size=2000))
     for c in chunks:

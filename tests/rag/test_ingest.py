@@ -312,7 +312,12 @@ def test_readme_and_license_files_in_a_folder_are_skipped_unless_named(store: Pa
         (folder / name).write_text("# Project notes\n\nThis file describes the project and is not a paper at all.\n")
     report = ingest([folder], store.settings, store)
     assert [Path(f.path).name for f in report.files] == ["paper.md"]
-    assert sorted(Path(p).name for p in report.skipped) == ["CHANGELOG.md", "LICENSE.txt", "README.md", "readme.markdown"]
+    assert sorted(Path(p).name for p in report.skipped) == [
+        "CHANGELOG.md",
+        "LICENSE.txt",
+        "README.md",
+        "readme.markdown",
+    ]
     [named] = ingest([folder / "README.md"], store.settings, store).files
     assert named.status == "ingested"
 

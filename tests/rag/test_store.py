@@ -949,11 +949,10 @@ def test_a_catalogue_of_schema_1_gains_its_sources(tmp_path: Path) -> None:
     index.add_index("vector", index_type="HNSW", metric_type="COSINE")
     props = {"paperscope.embedder": "local:all-MiniLM-L6-v2", "paperscope.dim": "384", "paperscope.schema": "1"}
     client.create_collection("papers_papers", schema=schema, index_params=index, properties=props)
-    row = {
-        "doc_id": doc_id("old"), "title": "An Old Paper", "authors": [], "year": 2020, "abstract": "", "source": "/x.pdf",
-        "sha256": sha("old"), "n_chunks": 0, "pages": 1, "sections": [], "status": "ready", "ingested_at": 1,
-        "vector": [1.0] + [0.0] * 383,
-    }  # fmt: skip
+    row = dict(
+        doc_id=doc_id("old"), title="An Old Paper", authors=[], year=2020, abstract="", source="/x.pdf",
+        sha256=sha("old"), n_chunks=0, pages=1, sections=[], status="ready", ingested_at=1, vector=[1.0] + [0.0] * 383,
+    )  # fmt: skip
     client.insert("papers_papers", [row])
     client.close()
     with PaperStore(settings, embedder()) as store:
@@ -1000,5 +999,5 @@ def test_a_file_where_the_lite_directory_should_be_is_explained(tmp_path: Path) 
     (tmp_path / "milvus.db").write_text("an old single-file store")
     with pytest.raises(StoreError, match="is not a Milvus Lite data directory"):
         PaperStore(Settings(home=tmp_path), embedder())
-    with pytest.raises(StoreError, match="name must end in .db"):
+    with pytest.raises(StoreError, match=r"name must end in \.db"):
         PaperStore(Settings(home=tmp_path, store={"uri": str(tmp_path / "kbdir")}), embedder())
