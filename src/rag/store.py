@@ -320,8 +320,13 @@ class PaperStore:
         self._unflushed = 0
         try:
             self._ensure_collections(create)
-        except BaseException:
+        except BaseException as exc:
             self.close()
+            # Lite failing to read its own collections (not our checks refusing them) means damaged data.
+            cause = exc.__cause__
+            if self._lite_path and isinstance(exc, StoreError) and cause and not isinstance(cause, PaperscopeError):
+                hint = f"the Milvus Lite data at {self._lite_path} looks damaged: move it aside and ingest again"
+                raise StoreError(f"{exc}; {hint}") from exc
             raise
 
     @classmethod
