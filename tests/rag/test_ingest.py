@@ -348,3 +348,13 @@ def test_ctrl_c_reports_what_was_kept(store: PaperStore, tmp_path: Path) -> None
     assert [f.status for f in stop.value.report.files] == ["ingested"]
     assert stop.value.current == str(files[1])
     assert isinstance(stop.value, KeyboardInterrupt)  # callers that catch Ctrl-C still do
+
+
+def test_a_title_longer_than_the_store_keeps_is_cut_with_a_warning(store: PaperStore, tmp_path: Path) -> None:
+    path = tmp_path / "long-title.md"
+    title = "A Very Long Title " * 150  # 2,700 bytes: over the 2,048 the catalogue keeps
+    path.write_text(small_paper(title.strip(), "long titles"))
+    [result] = ingest([path], store.settings, store).files
+    assert result.status == "ingested"
+    assert result.warnings == ["long-title.md: the title is longer than the store keeps (2,048 bytes); it was cut"]
+    assert len(store.get_paper(result.doc_id).title.encode()) <= 2048  # type: ignore[arg-type,union-attr]
