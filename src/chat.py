@@ -7,12 +7,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
-from rich.markdown import Markdown
-from rich.markup import escape
 from rich.table import Table
 
+from . import terminal
 from .agent.tools import shorten
 from .errors import PaperscopeError
+from .terminal import markup as escape  # every document, model and user text is cleaned, then escaped
 
 if TYPE_CHECKING:
     from .agent.answer import Answer, Source
@@ -95,7 +95,7 @@ def _ask(question: str, runner: Runner, console: Console, answers: list[Answer])
     def on_token(piece: str) -> None:
         nonlocal streamed
         streamed = True
-        console.print(piece, end="", markup=False, highlight=False, soft_wrap=True)
+        console.print(terminal.text(piece), end="", highlight=False, soft_wrap=True)
 
     try:
         answer = runner.run(question, history=list(answers), on_token=on_token)
@@ -107,7 +107,7 @@ def _ask(question: str, runner: Runner, console: Console, answers: list[Answer])
     if streamed:
         console.print()
     else:
-        console.print(Markdown(answer.answer))
+        console.print(terminal.answer(answer.answer, extractive=answer.extractive))
     _print_sources(answer, console)
     return answer
 
@@ -213,7 +213,7 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
         chunks = []
     if not chunks:
         console.print("[dim](the store returned no text; showing the text the answer saw)[/dim]")
-        console.print(s.text, markup=False, highlight=False)
+        console.print(terminal.text(s.text), highlight=False)
         return
     for c in chunks:
         cited = c.chunk_index == s.chunk_index
@@ -224,7 +224,7 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
             f"({c.section_category.name}) · p. {c.page_number}[/dim]",
             highlight=False,
         )
-        console.print(c.text, markup=False, highlight=False, style="bold" if cited else None)
+        console.print(terminal.text(c.text, "bold" if cited else ""), highlight=False)
 
 
 def _trace(console: Console, answers: list[Answer]) -> None:
@@ -235,7 +235,7 @@ def _trace(console: Console, answers: list[Answer]) -> None:
     if not last.trace:
         console.print("no tool calls (single-shot answer)", highlight=False)
     else:
-        table = Table(title=f"trace of {last.query!r}", title_justify="left")
+        table = Table(title=f"trace of {escape(repr(last.query))}", title_justify="left")
         table.add_column("step", justify="right", no_wrap=True)
         table.add_column("tool", no_wrap=True)
         table.add_column("args", overflow="fold")
@@ -270,7 +270,7 @@ def _papers(runner: Runner, console: Console) -> None:
     if not records:
         console.print("the knowledge base holds no papers; add some with `paperscope ingest PATH`", highlight=False)
         return
-    table = Table(title=f"{len(records)} papers in {runner.store.kb!r}", title_justify="left")
+    table = Table(title=f"{len(records)} papers in {escape(repr(runner.store.kb))}", title_justify="left")
     table.add_column("doc_id", no_wrap=True)
     table.add_column("year", justify="right", no_wrap=True)
     table.add_column("title", overflow="fold")

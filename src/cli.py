@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.tree import Tree
 
+from . import terminal
 from .errors import ConfigError, PaperscopeError
+from .terminal import markup
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from .agent.answer import Answer
     from .config import Settings
     from .parser.models import Section
+    from .rag.ingest import FileResult, IngestReport
     from .rag.store import PaperStore
 
 app = typer.Typer(
@@ -29,18 +32,54 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console()
-err_console = Console(stderr=True)
+# Every text from a document, a model, a user or an error goes through `terminal` (see terminal.py).
+console = terminal.make_console()
+err_console = terminal.make_console(stderr=True)
+MIN_PREFIX = 4  # doc_id characters a prefix needs, like a short git hash
+
+
+class _Warnings(logging.Handler):
+    """paperscope's logged warnings as one line each on stderr, e.g. a bypassed embedding cache."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err_console.print(f"[yellow]warning:[/yellow] {markup(record.getMessage())}", soft_wrap=True)
 
 
 @app.callback()
 def _root() -> None:
     """paperscope: parse papers, store them in Milvus, ask questions."""
+    log = logging.getLogger("paperscope")
+    if not any(isinstance(h, _Warnings) for h in log.handlers):
+        log.addHandler(_Warnings(logging.WARNING))
+
+
+def _quiet_milvus() -> None:
+    """pymilvus and Milvus Lite log tracebacks of failures the store reports as one line itself."""
+    from .rag import store  # noqa: F401  (pymilvus configures its loggers when imported)
+
+    for name in ("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer", "milvus_lite"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {markup(exc)}", soft_wrap=True)
     return typer.Exit(code=1)
+
+
+def _write_json(data: str) -> None:
+    """JSON on stdout, with what JSON leaves raw (C1 controls, bidi) escaped."""
+    sys.stdout.write(terminal.json_text(data) + "\n")
+
+
+def _open(settings: Settings, *, create: bool = False) -> PaperStore:
+    """The knowledge base of `settings`; reading commands never create one (create=False)."""
+    _quiet_milvus()
+    from .rag.store import PaperStore
+
+    try:
+        return PaperStore.open(settings, create=create)
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
 
 
 @app.command()
@@ -51,17 +90,19 @@ def parse(
     title: Annotated[str | None, typer.Option(help="Use this title instead of the detected one.")] = None,
 ) -> None:
     """Parse a paper and print its structure tree (sections, categories, pages, chunk counts)."""
+    from pydantic import ValidationError
+
     from .config import load_settings
     from .parser import parse_file
     from .rag.chunking import ChunkOptions, chunk_paper
     from .rag.tokens import local_token_counter
 
-    settings = load_settings(chunking={"strategy": strategy})
     try:
+        settings = load_settings(chunking={"strategy": strategy})
         paper = parse_file(file, title=title)
         opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
-    except PaperscopeError as exc:
+    except (PaperscopeError, ValidationError) as exc:
         raise _fail(exc) from None
     body = [c for c in chunks if c.kind == "chunk"]
     if as_json:
@@ -91,25 +132,26 @@ def parse(
                 for c in body
             ],
         }
-        sys.stdout.write(json.dumps(out, ensure_ascii=False, indent=2) + "\n")
+        _write_json(json.dumps(out, ensure_ascii=False, indent=2))
         return
     per_section: dict[int, int] = {}
     for c in body:
         per_section[c.metadata["section_id"]] = per_section.get(c.metadata["section_id"], 0) + 1
     meta = f"{paper.year or 'year unknown'} · {paper.pages} pages · {len(body)} chunks"
-    tree = Tree(f"[bold]{paper.title}[/bold]\n[dim]{', '.join(paper.authors) or 'authors unknown'} · {meta}[/dim]")
+    authors = markup(", ".join(paper.authors) or "authors unknown")
+    tree = Tree(f"[bold]{markup(paper.title)}[/bold]\n[dim]{authors} · {meta}[/dim]")
     nodes: dict[int, Tree] = {}
     for s in paper.sections:
         supplied = "" if s.printed else " [dim](no heading printed)[/dim]"
         label = (
-            f"{escape(s.title)}{supplied}  [cyan]{s.category.name}[/cyan] "
+            f"{markup(s.title)}{supplied}  [cyan]{s.category.name}[/cyan] "
             f"[dim]p.{s.page} · {per_section.get(s.id, 0)} chunks[/dim]"
         )
         parent = nodes.get(s.parent_id) if s.parent_id is not None else None
         nodes[s.id] = (parent or tree).add(label)
     console.print(tree)
     if not paper.structure_found:
-        console.print(f"[yellow]structure: none found[/yellow] in {escape(file.name)}: {NO_STRUCTURE}", highlight=False)
+        console.print(f"[yellow]structure: none found[/yellow] in {markup(file.name)}: {NO_STRUCTURE}", highlight=False)
 
 
 SHORT_ID = 8  # doc_id characters shown in tables
@@ -133,16 +175,12 @@ def _progress(quiet: bool) -> Progress:
 
 
 def _settings(kb: str | None, **parts: dict[str, Any]) -> Settings:
-    from pydantic import ValidationError
-
     from .config import load_settings
 
     try:
         return load_settings(store={"kb": kb}, **parts)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise _fail(ConfigError(f"invalid setting {where}: {first['msg']}")) from None
+    except ConfigError as exc:
+        raise _fail(exc) from None
 
 
 @app.command()
@@ -154,15 +192,23 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Parse, chunk, embed and store papers; files already stored are skipped."""
-    from rich.table import Table
-
+    from .rag.check import last_failed
     from .rag.chunking import CHUNKERS
-    from .rag.ingest import IngestReport, discover
+    from .rag.ingest import IngestInterrupted, discover
     from .rag.ingest import ingest as run_ingest
 
     settings = _settings(kb, chunking={"strategy": strategy})
     if settings.chunking.strategy not in CHUNKERS:
         raise _fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
+    if failed_check := last_failed(settings.home, settings.store.kb):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(failed_check["at"]))
+        err_console.print(
+            "[yellow]warning:[/yellow] the last `paperscope check` of knowledge base "
+            f"{markup(repr(settings.store.kb))} ({when}) found {failed_check['problems']} problem(s) it did not "
+            "repair; run `paperscope check --repair`",
+            soft_wrap=True,
+        )
+    _quiet_milvus()
     bars = _progress(quiet=as_json)
     overall = bars.add_task("files", total=None)
     current = bars.add_task("", total=None, visible=False)
@@ -172,7 +218,7 @@ def ingest(
             bars.advance(overall)
             bars.update(current, visible=False)
             return
-        label = f"  {path.name}: {stage}"
+        label = f"  {markup(path.name)}: {stage}"
         bars.update(current, description=label, completed=done, total=total or None, visible=True)
 
     try:
@@ -181,40 +227,81 @@ def ingest(
             report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
     except PaperscopeError as exc:
         raise _fail(exc) from None
+    except IngestInterrupted as stop:
+        _say_interrupted(stop.report, stop.current)
+        raise typer.Exit(code=130) from None
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        _write_json(report.model_dump_json(indent=2))
     else:
-        table = Table(title=f"ingest into {settings.store.kb!r}", show_lines=False)
+        _print_ingest(report, settings.store.kb)
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+def _print_ingest(report: IngestReport, kb: str) -> None:
+    """The ingest table on a terminal; one plain line per file when piped (nothing cut to fit a width)."""
+    from rich.table import Table
+
+    colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
+    if console.is_terminal:
+        table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
         table.add_column("file", no_wrap=True, min_width=12)
         table.add_column("status", no_wrap=True, min_width=9)
         for col in ("pages", "chunks", "seconds"):
             table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
         table.add_column("title / error", overflow="fold" if report.failed else "ellipsis", no_wrap=not report.failed)
-        colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
         for f in report.files:
-            detail = (f.error or "") if f.status == "failed" else (f.title or "")
-            if not f.structure_found:
-                detail += " (structure: none found)"
             table.add_row(
-                Path(f.path).name,
-                f"[{colours[f.status]}]{f.status}[/]",
+                terminal.text(Path(f.path).name),
+                terminal.text(f.status, colours[f.status]),
                 str(f.pages or ""),
                 str(f.chunks or ""),
                 f"{f.seconds:.1f}",
-                detail,
+                terminal.text(_detail(f)),
             )
         console.print(table)
-        counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged", "failed"))
-        embed_share = f", {report.embed_seconds / report.seconds:.0%} embedding" if report.seconds else ""
+    else:
+        for f in report.files:
+            detail = _detail(f)
+            line = f"{f.status:<9}  {Path(f.path).name}  {f.pages} pages  {f.chunks} chunks  {f.seconds:.1f} s"
+            line += f"  {detail}" if detail else ""
+            console.print(terminal.text(line), soft_wrap=True)
+    for f in report.files:
+        for warning in f.warnings:
+            err_console.print(f"[yellow]warning:[/yellow] {markup(warning)}", soft_wrap=True)
+    if report.skipped:
+        names = ", ".join(Path(p).name for p in report.skipped)
         console.print(
-            f"{counts} · {report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}",
-            highlight=False,
+            f"[dim]skipped {len(report.skipped)} file(s) that are not papers: {markup(names)} "
+            "(name a file explicitly to ingest it)[/dim]",
+            soft_wrap=True,
         )
-        flat = [Path(f.path).name for f in report.files if not f.structure_found]
-        if flat:
-            console.print(f"[yellow]structure: none found[/yellow] in {escape(', '.join(flat))}: {NO_STRUCTURE}")
-    if report.failed:
-        raise typer.Exit(code=1)
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged", "failed"))
+    embed_share = f", {report.embed_seconds / report.seconds:.0%} embedding" if report.seconds else ""
+    totals = f"{report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}"
+    console.print(f"{counts} · {totals}", soft_wrap=True)
+    flat = [Path(f.path).name for f in report.files if not f.structure_found]
+    if flat:
+        console.print(f"[yellow]structure: none found[/yellow] in {markup(', '.join(flat))}: {NO_STRUCTURE}")
+
+
+def _detail(f: FileResult) -> str:
+    """The title (or the error) of a file in the ingest report, with a note when it has no structure."""
+    detail = (f.error or "") if f.status == "failed" else (f.title or "")
+    return detail + (" (structure: none found)" if f.status != "failed" and not f.structure_found else "")
+
+
+def _say_interrupted(report: IngestReport, current: str | None) -> None:
+    """What Ctrl-C left: the files done are kept; the one in progress is hidden until the next ingest."""
+    done = [f for f in report.files if f.status != "failed"]
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged") if report.count(s))
+    kept = f"kept the {len(done)} file(s) finished before it ({counts})" if done else "no file was finished"
+    unfinished = f"; {Path(current).name} was not finished: nothing of it is searchable" if current is not None else ""
+    err_console.print(
+        f"[red]interrupted:[/red] {markup(kept + unfinished)}. Run the same `paperscope ingest` again: it skips what "
+        "is stored and repairs what was cut short.",
+        soft_wrap=True,
+    )
 
 
 @app.command()
@@ -225,11 +312,9 @@ def papers(
     """List the papers in a knowledge base."""
     from rich.table import Table
 
-    from .rag.store import PaperStore
-
     settings = _settings(kb)
     try:
-        with PaperStore.open(settings) as store:
+        with _open(settings) as store:
             records = store.list_papers()
     except PaperscopeError as exc:
         raise _fail(exc) from None
@@ -246,22 +331,26 @@ def papers(
         for r in records
     ]
     if as_json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        _write_json(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     if not rows:
-        console.print(f"knowledge base {settings.store.kb!r} holds no papers; add some with `paperscope ingest PATH`")
+        console.print(
+            f"knowledge base {markup(repr(settings.store.kb))} holds no papers; add some with `paperscope ingest PATH`"
+        )
         return
-    table = Table(title=f"{len(rows)} papers in {settings.store.kb!r}")
+    table = Table(title=f"{len(rows)} papers in {markup(repr(settings.store.kb))}")
     # A short doc_id (like a short git hash: `remove` takes any unambiguous prefix) leaves room for titles.
     table.add_column("doc_id", no_wrap=True)
     for col in ("year", "pages", "chunks"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("title", overflow="fold")
-    for r in rows:
-        title = str(r["title"])
-        if r["status"] != "ready":
-            title = f"[red]({r['status']}: ingest again to repair)[/red] {title}"
-        table.add_row(str(r["doc_id"])[:SHORT_ID], str(r["year"] or ""), str(r["pages"]), str(r["n_chunks"]), title)
+    for r in records:
+        title = terminal.text(r.title)
+        if r.status == "broken":
+            title = terminal.text("(broken: no file holds it; ingest its file again or remove it) ", "red") + title
+        elif not r.ready:
+            title = terminal.text(f"({r.status}: ingest again to repair) ", "red") + title
+        table.add_row(r.doc_id[:SHORT_ID], str(r.year or ""), str(r.pages), str(r.n_chunks), title)
     console.print(table)
 
 
@@ -271,16 +360,13 @@ def remove(
     kb: KbOption = None,
 ) -> None:
     """Remove a paper and all its chunks."""
-    from .rag.filters import validate_doc_id
-    from .rag.store import PaperStore
-
     settings = _settings(kb)
     try:
-        validate_doc_id(doc_id)
-    except ValueError as exc:
-        raise _fail(ConfigError(f"{exc}")) from None
+        _check_doc_id_arg(doc_id, "")
+    except ConfigError as exc:
+        raise _fail(exc) from None
     try:
-        with PaperStore.open(settings) as store:
+        with _open(settings) as store:
             papers = {p.doc_id: p for p in store.list_papers(brief=True)}  # ready or not: a broken one goes too
             matches = _matching_doc_ids(papers, doc_id)
             if not matches:
@@ -291,7 +377,22 @@ def remove(
             n = store.delete_paper(record.doc_id)
     except PaperscopeError as exc:
         raise _fail(exc) from None
-    console.print(f"removed {record.title!r} ({record.doc_id}): {n} chunks", highlight=False)
+    console.print(f"removed {markup(repr(record.title))} ({record.doc_id}): {n} chunks")
+
+
+def _check_doc_id_arg(given: str, option: str) -> None:
+    """A doc_id or prefix as typed: well formed and long enough, checked before anything is opened."""
+    from .rag.filters import validate_doc_id
+
+    try:
+        validate_doc_id(given)
+    except ValueError as exc:
+        raise ConfigError(f"{option}{exc}") from None
+    if len(given) < MIN_PREFIX:
+        raise ConfigError(
+            f"{option}doc_id prefix {given!r} is too short: give at least {MIN_PREFIX} characters "
+            "(see `paperscope papers`)"
+        )
 
 
 def _matching_doc_ids(doc_ids: Iterable[str], given: str) -> list[str]:
@@ -299,23 +400,80 @@ def _matching_doc_ids(doc_ids: Iterable[str], given: str) -> list[str]:
     doc_ids = list(doc_ids)
     if given in doc_ids:
         return [given]
-    return [d for d in doc_ids if len(given) >= 4 and d.startswith(given)]
+    return [d for d in doc_ids if len(given) >= MIN_PREFIX and d.startswith(given)]
 
 
 def _resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
     """Full doc_ids for the given doc_ids or unambiguous prefixes (4+ characters)."""
-    from .rag.filters import validate_doc_id
-
     papers = [p.doc_id for p in store.list_papers(brief=True) if p.ready]
     out = []
     for raw in given:
-        validate_doc_id(raw)
+        _check_doc_id_arg(raw, "--paper: ")
         matches = _matching_doc_ids(papers, raw)
         if len(matches) != 1:
             problem = "matches several papers" if matches else f"is not a paper in knowledge base {kb!r}"
             raise ConfigError(f"--paper {raw} {problem} (see `paperscope papers`)")
         out.append(matches[0])
     return out
+
+
+@app.command()
+def check(
+    kb: KbOption = None,
+    fix: Annotated[bool, typer.Option("--repair", help="Repair what can be repaired.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Compare the catalogue with the stored chunks (counts, chunk_index, orphans); --repair fixes them.
+
+    A damaged paper is ingested again from a file that still holds it, else marked broken; chunks whose
+    paper is not in the catalogue are deleted. Exit code 1 while problems remain.
+    """
+    from .rag.check import check_store, record, repair
+
+    settings = _settings(kb)
+    try:
+        with _open(settings) as store:
+            report = check_store(store)
+            if fix and report.problems:
+                report = repair(store, report, settings)
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    record(settings.home, report)
+    if as_json:
+        _write_json(report.model_dump_json(indent=2))
+    else:
+        summary = f"{report.papers} papers, {report.chunks} chunk rows"
+        console.print(f"knowledge base {markup(repr(report.kb))}: {summary}", soft_wrap=True)
+        for p in report.problems:
+            who = f"{p.doc_id[:SHORT_ID]} {p.title}" if p.title else p.doc_id
+            mark = "[green]fixed[/green]" if p.fixed else "[red]problem[/red]"
+            done = f" -> {p.repair}" if p.repair else ""
+            console.print(f"{mark} {markup(who)}: {markup(p.detail + done)}", soft_wrap=True)
+        if not report.problems:
+            console.print("[green]no problems[/green]: every paper is whole and every chunk has its paper")
+        elif report.remaining and not fix:
+            console.print(f"{len(report.remaining)} problem(s); `paperscope check --repair` repairs what it can")
+        elif report.remaining:
+            console.print(f"{len(report.problems) - len(report.remaining)} fixed, {len(report.remaining)} remain")
+        else:
+            console.print(f"all {len(report.problems)} problem(s) fixed")
+    if report.remaining:
+        raise typer.Exit(code=1)
+
+
+def _check_scope(question: str, paper: list[str] | None, section: list[str] | None) -> None:
+    """Refuse a wordless question and bad --paper/--section values before the store or a model is loaded."""
+    from .agent.question import check_question
+    from .rag.filters import parse_category
+
+    try:
+        check_question(question)
+        for raw in section or []:
+            parse_category(raw)
+        for raw in paper or []:
+            _check_doc_id_arg(raw, "--paper: ")
+    except (ConfigError, ValueError) as exc:
+        raise _fail(exc) from None
 
 
 @app.command()
@@ -342,12 +500,13 @@ def ask(
     from .agent.searcher import AgenticSearcher
 
     settings = _settings(kb)
+    _check_scope(question, paper, section)
     if no_agent or paper or section or k:
         settings.agent.enable_agentic_rag = False
     if not as_json:
         _say_mode(settings)
     try:
-        with AgenticSearcher(settings) as searcher:
+        with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher:
             if searcher.agentic:
                 answer = searcher.run(question)
             else:
@@ -356,7 +515,7 @@ def ask(
     except (PaperscopeError, ValueError) as exc:
         raise _fail(exc) from None
     if as_json:
-        sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
+        _write_json(answer.model_dump_json(indent=2))
         return
     _print_answer(answer)
 
@@ -389,9 +548,9 @@ def chat(
     settings = _settings(kb)
     if no_agent:
         settings.agent.enable_agentic_rag = False
-    _say_mode(settings)
     try:
-        with AgenticSearcher(settings) as searcher:
+        with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher:
+            _say_mode(settings)
             chat_loop(searcher, console, mode=_mode(settings))
     except PaperscopeError as exc:
         raise _fail(exc) from None
@@ -425,7 +584,7 @@ def evaluate(
         raise _fail(exc) from None
     bars = _progress(quiet=as_json)
     try:
-        with AgenticSearcher(settings) as searcher, bars:
+        with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher, bars:
             task = bars.add_task("eval", total=len(queries))
             report = run_eval(
                 searcher, queries, k=k, file=str(file), mode=_mode(settings), on_result=lambda _: bars.advance(task)
@@ -433,11 +592,14 @@ def evaluate(
     except PaperscopeError as exc:
         raise _fail(exc) from None
     if out is not None:
-        out.write_text(markdown(report), encoding="utf-8")
+        try:
+            out.write_text(markdown(report), encoding="utf-8")
+        except OSError as exc:
+            raise _fail(ConfigError(f"{out}: cannot write the report: {exc.strerror or exc}")) from None
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        _write_json(report.model_dump_json(indent=2))
         return
-    table = Table(title=f"eval {file.name} · {report.mode} · k={k}")
+    table = Table(title=f"eval {markup(file.name)} · {markup(report.mode)} · k={k}")
     table.add_column("set", no_wrap=True)
     table.add_column("n", justify="right")
     for m in METRICS:
@@ -445,36 +607,48 @@ def evaluate(
     table.add_column("p50 s", justify="right")
     for label, summary in summary_rows(report):
         table.add_row(
-            label,
+            terminal.text(label),
             str(summary.queries),
             *(fmt(summary.scores[m]) for m in METRICS),
             f"{summary.latency_p50:.2f}",
         )
-    console.print(table)
+    _print_table(table)
     for m, text in EXPLANATIONS.items():
-        console.print(f"[dim]{SHORT.get(m, m)} = {LABELS.get(m, m)}: {text}[/dim]", highlight=False)
+        console.print(f"[dim]{markup(SHORT.get(m, m))} = {markup(LABELS.get(m, m))}: {markup(text)}[/dim]")
     errors = [r for r in report.results if r.error]
     for r in errors:
-        err_console.print(f"[red]{r.id}[/red]: {r.error}", highlight=False)
+        err_console.print(f"[red]{markup(r.id)}[/red]: {markup(r.error)}", soft_wrap=True)
     if out is not None:
-        console.print(f"report written to {out}")
+        console.print(f"report written to {markup(out)}")
     if errors:
         raise typer.Exit(code=1)
 
 
+def _print_table(table: Any) -> None:
+    """A table at the terminal's width; piped, at the width it needs (no column squeezed to nothing)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    if console.is_terminal:
+        console.print(table)
+        return
+    width = Measurement.get(console, console.options.update(width=1000), table).maximum
+    Console(file=console.file, width=max(width, console.width), emoji=False, highlight=False).print(table)
+
+
 def _print_answer(answer: Answer) -> None:
-    from rich.markdown import Markdown
     from rich.panel import Panel
 
     from .chat import source_line
 
     track = "one paper" if answer.track == "A" else "across papers"
-    console.print(Panel(Markdown(answer.answer), title=f"Track {answer.track} · {track}", title_align="left"))
+    body = terminal.answer(answer.answer, extractive=answer.extractive)
+    console.print(Panel(body, title=f"Track {answer.track} · {track}", title_align="left"))
     for s in answer.sources:
-        console.print(source_line(s, chunks=True), highlight=False)
+        console.print(source_line(s, chunks=True))
     for note in answer.notes:
         if note not in answer.answer:
-            console.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+            console.print(f"[yellow]note:[/yellow] {markup(note)}")
     console.print(f"[dim]{answer.timings.get('total', 0.0):.2f} s[/dim]")
 
 

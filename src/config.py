@@ -3,15 +3,33 @@
 Environment: PAPERSCOPE_HOME, MILVUS_URI, MILVUS_TOKEN, OPENAI_BASE_URL, OPENAI_API_KEY and
 PAPERSCOPE_LLM_MODEL by their usual names; any other field as PAPERSCOPE_<PART>__<FIELD>
 (e.g. PAPERSCOPE_CHUNKING__CHUNK_SIZE=180).
+
+`load_settings` turns every way the environment can be wrong into one ConfigError line naming the
+variable (malformed JSON, a bad value, an unknown nested field with the closest valid name, a data
+directory that cannot be one) and warns about unknown PAPERSCOPE_* variables, which would otherwise be
+ignored without a word.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+ENV_PREFIX = "PAPERSCOPE_"
+# Read by load_settings itself rather than by the Settings model.
+_OWN_ENV = ("PAPERSCOPE_LLM_MODEL",)
 
 
 class _Part(BaseModel):
@@ -79,7 +97,7 @@ class Settings(BaseSettings):
     """Everything paperscope can be told, in one place."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PAPERSCOPE_", env_nested_delimiter="__", extra="forbid", populate_by_name=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", populate_by_name=True
     )
 
     home: Path = Field(Path(".paperscope"), description="Data directory (Milvus Lite file, caches).")
@@ -99,11 +117,89 @@ class Settings(BaseSettings):
         return Settings.model_validate(data)
 
 
-def load_settings(**parts: dict[str, Any]) -> Settings:
-    """Settings from the environment (including MILVUS_URI and friends), then overrides."""
-    import os
+def env_names() -> list[str]:
+    """Every PAPERSCOPE_* variable paperscope reads: the home, each part as JSON, each field of each part."""
+    names = [*_OWN_ENV]
+    for field, info in Settings.model_fields.items():
+        names.append(f"{ENV_PREFIX}{field.upper()}")
+        part = info.annotation
+        if isinstance(part, type) and issubclass(part, BaseModel):
+            names.extend(f"{ENV_PREFIX}{field.upper()}__{sub.upper()}" for sub in part.model_fields)
+    return names
 
-    settings = Settings()
+
+def closest_env_name(name: str) -> str | None:
+    """The valid PAPERSCOPE_* name nearest to `name` (difflib), or None when nothing is close."""
+    found = difflib.get_close_matches(name.upper(), env_names(), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_env(environ: Mapping[str, str]) -> list[str]:
+    """PAPERSCOPE_* variables in `environ` that no setting reads (names compared case-insensitively).
+
+    An unknown field of a known part (PAPERSCOPE_CHUNKING__CHUNK_SIZ) is not listed: it is an error.
+    """
+    known = set(env_names())
+    parts = tuple(f"{ENV_PREFIX}{field.upper()}__" for field in Settings.model_fields)
+    return sorted(
+        k
+        for k in environ
+        if k.upper().startswith(ENV_PREFIX) and k.upper() not in known and not k.upper().startswith(parts)
+    )
+
+
+def _hint(name: str) -> str:
+    close = closest_env_name(name)
+    return f"; did you mean {close}?" if close else ""
+
+
+def _env_error(exc: SettingsError) -> ConfigError:
+    """A malformed PAPERSCOPE_<PART> value (pydantic-settings parses it as JSON) as one line."""
+    m = re.search(r'field "(\w+)"', str(exc))
+    name = f"{ENV_PREFIX}{m.group(1).upper()}" if m else f"a {ENV_PREFIX}* variable"
+    cause = exc.__cause__
+    why = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause or exc)
+    return ConfigError(f'{name}: {why}; expected a JSON object such as {{"k": 8}}')
+
+
+def _validation_error(exc: ValidationError, environ: Mapping[str, str]) -> ConfigError:
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"]]
+    where = ".".join(loc)
+    if first["type"] == "extra_forbidden":
+        var = ENV_PREFIX + "__".join(p.upper() for p in loc)
+        given = next((k for k in environ if k.upper() == var), None)
+        if given is not None:
+            return ConfigError(f"unknown setting {given}{_hint(given)}")
+        return ConfigError(f"unknown setting {where}")
+    return ConfigError(f"invalid setting {where}: {first['msg']}")
+
+
+def _check_home(home: Path) -> None:
+    """The data directory must be a directory or creatable as one (no file in the way)."""
+    path = home.expanduser()
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == path else f"cannot be created: {p} is a file"
+                raise ConfigError(f"PAPERSCOPE_HOME {home}: {what}, not a directory")
+            return
+
+
+def load_settings(**parts: dict[str, Any]) -> Settings:
+    """Settings from the environment (including MILVUS_URI and friends), then overrides.
+
+    Raises ConfigError (one line, naming the variable) for anything the environment gets wrong; unknown
+    PAPERSCOPE_* variables are logged as warnings with the closest valid name.
+    """
+    for name in unknown_env(os.environ):
+        log.warning("unknown setting %s is ignored%s", name, _hint(name))
+    try:
+        settings = Settings()
+    except SettingsError as exc:
+        raise _env_error(exc) from exc
+    except ValidationError as exc:
+        raise _validation_error(exc, os.environ) from exc
     env_store = {"uri": os.environ.get("MILVUS_URI") or None, "token": os.environ.get("MILVUS_TOKEN") or None}
     env_llm = {
         "model": os.environ.get("PAPERSCOPE_LLM_MODEL") or None,
@@ -112,4 +208,9 @@ def load_settings(**parts: dict[str, Any]) -> Settings:
     }
     store = {**env_store, **parts.pop("store", {})}
     llm = {**env_llm, **parts.pop("llm", {})}
-    return settings.with_overrides(store=store, llm=llm, **parts)
+    try:
+        settings = settings.with_overrides(store=store, llm=llm, **parts)
+    except ValidationError as exc:
+        raise _validation_error(exc, {}) from exc
+    _check_home(settings.home)
+    return settings

@@ -149,6 +149,16 @@ def test_a_question_is_answered_with_its_sources_and_history_grows() -> None:
     assert script.prompts == ["you> "] * 5
 
 
+def test_answers_and_streamed_text_reach_the_terminal_without_links_or_controls() -> None:
+    text = "See the [card](https://evil.example/card) \x1b[2J\x1b]8;;https://x.example\x1b\\here [/i] [1]."
+    runner = FakeRunner([answer(text), answer(text)], stream=False)
+    out = chat(runner, "first", "/sources 1")
+    assert "card (https://evil.example/card)" in out and "\\x1b[2J\\x1b]8;;https://x.example" in out
+    assert "[/i]" in out and "\x1b" not in out
+    streamed = chat(FakeRunner([answer(text)], stream=True), "streamed")
+    assert "\x1b" not in streamed and "[/i]" in streamed and "\\x1b]8;;" in streamed
+
+
 def test_streamed_tokens_are_printed_once() -> None:
     text = "FlashRank distils a cross-encoder [1]."
     runner = FakeRunner([answer(text)], stream=True)

@@ -1,13 +1,20 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from paperscope.cli import app
+from paperscope.config import Settings
+from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.store import PaperStore
+from tests.markdown_papers import markdown as paper_markdown
 
 SECTION_KEYS = {"title", "level", "category", "page"}
 CHUNK_KEYS = {
@@ -171,3 +178,186 @@ def test_chat_command_reads_stdin(sample_kb: PaperStore, monkeypatch: pytest.Mon
     assert "single-shot, no LLM" in result.stdout
     assert "TokenPrune" in result.stdout and "[1]" in result.stdout
     assert "FlashRank" in result.stdout  # the /papers listing
+
+
+# --- hardening ------------------------------------------------------------------------------------------
+
+
+def small_paper(title: str, topic: str) -> str:
+    sections = [
+        ("## Abstract", [f"We study {topic} and report what we found about {topic} in three experiments."]),
+        ("## 1 Method", [f"Our method for {topic} is simple: measure, compare and write the numbers down."]),
+    ]
+    return paper_markdown(title, 2024, sections)
+
+
+def test_reading_a_knowledge_base_that_does_not_exist_says_so(
+    sample_kb: PaperStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(sample_kb.settings.home))
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"id": "a", "query": "what is FlashRank?"}\n')
+    runner = CliRunner()
+    for args in (
+        ["papers"],
+        ["ask", "what is FlashRank?"],
+        ["chat"],
+        ["eval", str(gold)],
+        ["check"],
+        ["remove", "abcd"],
+    ):
+        result = runner.invoke(app, [*args, "--kb", "typo"], input="/quit\n")
+        assert result.exit_code == 1, (args, result.stdout)
+        assert "knowledge base 'typo' does not exist (existing: 'papers')" in result.stderr, args
+    assert sample_kb.client.list_collections() == ["papers_chunks", "papers_papers"]  # no kb was created
+
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "nothing-here"))
+    result = runner.invoke(app, ["papers"])
+    assert result.exit_code == 1 and "there is no store at" in result.stderr and "paperscope ingest" in result.stderr
+    assert not (tmp_path / "nothing-here").exists()
+
+
+def test_bad_scopes_and_wordless_questions_are_refused_before_anything_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "no-store"))  # opening would fail: validation comes first
+    runner = CliRunner()
+    cases = {
+        ("ask", "anything", "--section", "NOPE"): "unknown section category 'NOPE'",
+        ("ask", "anything", "--paper", "abc"): "doc_id prefix 'abc' is too short: give at least 4 characters",
+        ("ask", "anything", "--paper", 'x" or 1'): "invalid doc_id",
+        ("ask", "?!..."): "the question has no words",
+        ("ask", "   "): "the question is empty",
+        ("remove", "abc"): "doc_id prefix 'abc' is too short: give at least 4 characters",
+    }
+    for args, message in cases.items():
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 1 and message in result.stderr, (args, result.stderr)
+        assert "does not exist" not in result.stderr
+    assert not (tmp_path / "no-store").exists()
+
+
+def test_piped_ingest_lines_keep_every_column_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "60")  # narrow, and not a terminal
+    long_name = "a-rather-long-file-name-for-a-paper-about-tidal-energy-final-v2.md"
+    (tmp_path / long_name).write_text(small_paper("Tidal Energy Without Tears: A Long Title That Goes On", "tides"))
+    broken = tmp_path / "broken-with-a-long-name-too.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really")
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path / long_name), str(broken)])
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert any(
+        line.startswith("ingested") and long_name in line and "A Long Title That Goes On" in line for line in lines
+    )
+    failed = next(line for line in lines if line.startswith("failed"))
+    assert "broken-with-a-long-name-too.pdf: truncated PDF (no %%EOF marker at the end of the file)" in failed
+
+
+def test_ctrl_c_during_ingest_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import paperscope.rag.ingest as ingest_module
+
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    files = [tmp_path / "a.md", tmp_path / "b.md"]
+    files[0].write_text(small_paper("A Paper On Owls", "owls"))
+    files[1].write_text(small_paper("A Paper On Moths", "moths"))
+    real_parse = ingest_module.parse_file
+
+    def parse_then_ctrl_c(path: Path) -> object:
+        if path.name == "b.md":
+            raise KeyboardInterrupt  # the user presses Ctrl-C while the second file is parsed
+        return real_parse(path)
+
+    monkeypatch.setattr(ingest_module, "parse_file", parse_then_ctrl_c)
+    result = CliRunner().invoke(app, ["ingest", *map(str, files)])
+    assert result.exit_code == 130
+    assert "interrupted: kept the 1 file(s) finished before it (1 ingested); b.md was not finished" in result.stderr
+    assert "Run the same `paperscope ingest` again" in result.stderr
+    monkeypatch.setattr(ingest_module, "parse_file", real_parse)
+    again = CliRunner().invoke(app, ["ingest", *map(str, files), "--json"])
+    assert [f["status"] for f in json.loads(again.stdout)["files"]] == ["unchanged", "ingested"]
+
+
+def test_settings_mistakes_are_one_line_errors_or_warnings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+
+    def fails(message: str, *args: str) -> None:
+        result = runner.invoke(app, list(args or ["papers"]))
+        assert result.exit_code == 1, (args, result.stdout, result.exception)
+        assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+    monkeypatch.setenv("PAPERSCOPE_RETRIEVAL", '{"k": 3,')
+    fails("PAPERSCOPE_RETRIEVAL: not valid JSON")
+    fails("PAPERSCOPE_RETRIEVAL: not valid JSON", "parse", "nothing.md")
+    monkeypatch.delenv("PAPERSCOPE_RETRIEVAL")
+    monkeypatch.setenv("PAPERSCOPE_CHUNKING__CHUNK_SIZ", "100")
+    fails("unknown setting PAPERSCOPE_CHUNKING__CHUNK_SIZ; did you mean PAPERSCOPE_CHUNKING__CHUNK_SIZE?")
+    monkeypatch.delenv("PAPERSCOPE_CHUNKING__CHUNK_SIZ")
+    home_file = tmp_path / "a-file"
+    home_file.write_text("not a directory")
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(home_file))
+    fails(f"PAPERSCOPE_HOME {home_file}: is a file, not a directory")
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(home_file / "sub"))
+    fails(f"PAPERSCOPE_HOME {home_file / 'sub'}: cannot be created: {home_file} is a file")
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PAPERSCOPE_RETRIVAL", '{"k": 3}')
+    result = runner.invoke(app, ["papers"])
+    assert (
+        "warning: unknown setting PAPERSCOPE_RETRIVAL is ignored; did you mean PAPERSCOPE_RETRIEVAL?" in result.stderr
+    )
+    monkeypatch.delenv("PAPERSCOPE_RETRIVAL")
+    binary = tmp_path / "gold.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    fails("gold.jsonl: not a UTF-8 text file", "eval", str(binary))
+
+
+def test_milvus_uri_may_name_a_lite_file(tmp_path: Path, local_embedder: CachedEmbedder) -> None:
+    """pymilvus reads MILVUS_URI when imported and rejects a path; paperscope takes it as a Milvus Lite file."""
+    db = tmp_path / "kb" / "papers.db"
+    settings = Settings(home=tmp_path / "home", store={"uri": str(db)})
+    with PaperStore.open(settings, local_embedder) as store:
+        assert store.is_lite and store.uri == str(db.resolve())
+    env = {**os.environ, "MILVUS_URI": str(db), "PAPERSCOPE_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [sys.executable, "-m", "paperscope.cli", "papers", "--json"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0 and json.loads(result.stdout) == [], result.stderr
+    env["MILVUS_URI"] = str(tmp_path / "kbdir")
+    result = subprocess.run([sys.executable, "-m", "paperscope.cli", "papers"], env=env, capture_output=True, text=True)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "MILVUS_URI" in result.stderr and "must end in .db" in result.stderr
+
+
+def test_listing_papers_never_needs_the_embedding_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(home))
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    (tmp_path / "p.md").write_text(small_paper("A Paper On Lichens", "lichens"))
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(tmp_path / "p.md")]).exit_code == 0
+    shutil.rmtree(home / "cache")
+    (home / "cache").write_text("a file where the cache directory belongs")
+    listed = runner.invoke(app, ["papers"])
+    assert listed.exit_code == 0 and "Lichens" in listed.stdout and "warning" not in listed.stderr
+    asked = runner.invoke(app, ["ask", "What do the authors study about lichens?"])
+    assert asked.exit_code == 0 and "[1]" in asked.stdout
+    assert "warning: embedding cache" in asked.stderr and "cannot be created" in asked.stderr
+
+
+def test_an_empty_knowledge_base_with_a_paper_waiting_for_repair_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    (tmp_path / "p.md").write_text(small_paper("A Paper On Ferns", "ferns"))
+    runner = CliRunner()
+    [done] = json.loads(runner.invoke(app, ["ingest", str(tmp_path / "p.md"), "--json"]).stdout)["files"]
+    with PaperStore.open(Settings(home=tmp_path / "home")) as store:
+        store.set_status(done["doc_id"], "ingesting")  # what a killed ingest leaves
+    result = runner.invoke(app, ["ask", "What about ferns?", "--json"])
+    answer = json.loads(result.stdout)
+    assert "empty" not in answer["answer"] and answer["supported"] is False
+    assert "1 paper(s) of the knowledge base wait for repair" in answer["answer"]
+    assert "'A Paper On Ferns'" in answer["answer"] and "paperscope check --repair" in answer["answer"]

@@ -85,6 +85,9 @@ _STOP = frozenset(
 _NUMBER_QUESTION = re.compile(r"\b(how (much|many|large|long|fast|big)|what (size|number|percentage))\b", re.I)
 _HAS_NUMBER = re.compile(r"\d")
 _CAPTION = re.compile(r"^(Table|Figure|Fig\.)\s*[\dIVX]+[:.]")
+# The paper's own numbered references ("[1]", "[2, 5]", "[12–14]", "[3; 7-9]"): next to our "[n]" they
+# would read as citations of our sources. Decimals ("[0.5, 1]") and zero ("[0, 1]") are intervals, kept.
+_REFERENCE = re.compile(r"\s?\[(?:[1-9]\d{0,2})(?:\s*(?:[,;]|[-–—])\s*(?:[1-9]\d{0,2}))*\]")
 
 
 def _stem(word: str) -> str:
@@ -160,9 +163,15 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
     return picked
 
 
+def strip_references(sentence: str) -> str:
+    """`sentence` without the paper's own bracketed reference numbers."""
+    return _REFERENCE.sub("", sentence).strip()
+
+
 def extractive_answer(query: str, evidence: list[Evidence], max_sentences: int = 6) -> str:
-    """The cited sentences as a short list under a header that says they are extracted."""
+    """The cited sentences as a short list under a header that says they are extracted; the paper's own
+    reference numbers are stripped, so every [n] is one of our sources."""
     picked = extract(query, evidence, max_sentences)
     if not picked:
         return "No passage in the knowledge base answers this question."
-    return "\n".join([HEADER, *(f"- {s} [{n}]" for s, n in picked)])
+    return "\n".join([HEADER, *(f"- {strip_references(s)} [{n}]" for s, n in picked)])

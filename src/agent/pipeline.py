@@ -26,6 +26,7 @@ from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
 from .extractive import extractive_answer
 from .llm import make_chat_model, model_name
+from .question import check_question
 from .router import Intent, LLMRouter, PaperRef, Route, RuleRouter, make_router
 
 # Related Work describes other papers and References list them: neither answers a question about
@@ -141,8 +142,7 @@ class Searcher:
         history: Sequence[Answer] | None = None,
     ) -> Plan:
         """Route the question and retrieve its evidence hits (best first, at most k)."""
-        if not query or not query.strip():
-            raise ValueError("the question is empty")
+        check_question(query)
         r = self.settings.retrieval
         k = k or r.k
         started = time.perf_counter()
@@ -287,7 +287,7 @@ class Searcher:
         supported = bool(sources)
         notes = list(plan.notes)
         if not plan.n_papers:
-            text, supported = "The knowledge base is empty: add papers with `paperscope ingest PATH`.", False
+            text, supported = self._nothing_ready(), False
         elif not sources:
             text = "No passage in the knowledge base answers this question."
         elif self.chat_model is None:
@@ -319,6 +319,18 @@ class Searcher:
                 "router": plan.route.source,
                 "retriever": self.settings.retrieval.retriever,
             },
+        )
+
+    def _nothing_ready(self) -> str:
+        """Why no paper could be searched: an empty knowledge base, or papers that wait for repair."""
+        waiting = [p for p in self.store.list_papers(brief=True) if not p.ready]
+        if not waiting:
+            return "The knowledge base is empty: add papers with `paperscope ingest PATH`."
+        names = "; ".join(repr(p.title) for p in waiting[:3]) + (" ..." if len(waiting) > 3 else "")
+        return (
+            f"No paper can be searched yet: {len(waiting)} paper(s) of the knowledge base wait for repair "
+            f"after an interrupted ingest or a damaged store ({names}). Run `paperscope check --repair`, "
+            "or ingest their files again."
         )
 
     def run(

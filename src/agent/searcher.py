@@ -24,6 +24,7 @@ from .citations import BRACKET, ids_in
 from .graph import AgentState, build_graph, finish_call
 from .llm import make_chat_model, model_name
 from .pipeline import Searcher
+from .question import check_question
 from .router import Intent
 from .streaming import AnswerStream
 from .tools import AgentTools, RunState
@@ -114,8 +115,7 @@ class AgenticSearcher:
     def _prepare(
         self, query: str, history: Sequence[Answer] | None
     ) -> tuple[RunState, Any, AgentState, list[PaperRecord]]:
-        if not query or not query.strip():
-            raise ValueError("the question is empty")
+        check_question(query)
         assert self.chat_model is not None
         papers = self.single_shot.papers()  # one catalogue read per run: prompt, tools and route share it
         state = RunState()

@@ -44,9 +44,16 @@ def reciprocal_rank(texts: Sequence[str], evidence: Sequence[str]) -> float:
 
 
 def ndcg_at_k(texts: Sequence[str], evidence: Sequence[str], k: int = 10) -> float:
-    """Binary-relevance nDCG@k; the ideal ranking has min(#evidence strings, k) relevant passages on top."""
-    dcg = sum(1.0 / math.log2(rank + 1) for rank, t in enumerate(texts[:k], start=1) if relevant(t, evidence))
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(evidence), k) + 1))
+    """Binary-relevance nDCG@k over passages, in [0, 1].
+
+    Gains are counted per relevant passage, so the ideal is too: the ideal ranking puts on top as many
+    relevant passages as there are evidence strings, or as the list holds if that is more (several
+    passages may contain the same evidence), capped at k.
+    """
+    hits = [rank for rank, t in enumerate(texts[:k], start=1) if relevant(t, evidence)]
+    dcg = sum(1.0 / math.log2(rank + 1) for rank in hits)
+    n_ideal = min(max(len(evidence), len(hits)), k)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, n_ideal + 1))
     return dcg / ideal if ideal else 0.0
 
 

@@ -41,6 +41,10 @@ def load_queries(path: str | Path) -> list[EvalQuery]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not a UTF-8 text file (byte {exc.start} is {exc.object[exc.start]:#04x}); expected JSONL or YAML"
+        ) from exc
     items: list[tuple[str, object]] = []
     if path.suffix.lower() in (".yaml", ".yml"):
         try:

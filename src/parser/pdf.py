@@ -70,12 +70,13 @@ def open_pdf(path: Path) -> pymupdf.Document:
     if doc.needs_pass:
         doc.close()
         raise ParseError(path, "encrypted PDF (a password is required)")
-    if doc.page_count == 0:
+    pages = doc.page_count  # read before close(): a closed document raises on every attribute
+    if pages == 0:
         doc.close()
         raise ParseError(path, "corrupt PDF: no pages")
-    if doc.page_count > MAX_PAGES:
+    if pages > MAX_PAGES:
         doc.close()
-        raise ParseError(path, f"too many pages ({doc.page_count} > {MAX_PAGES})")
+        raise ParseError(path, f"too many pages ({pages} > {MAX_PAGES})")
     return doc
 
 

@@ -2,6 +2,11 @@
 
 Every strategy keeps chunks inside one section, numbers body chunks 0..N-1 over the
 whole paper, and keeps "context header + text" within the embedding model's window.
+
+Sizes are promised in characters too: a tokenizer may count a "word" of thousands of characters
+(a base64 blob, a run of symbols, unspaced CJK) as one unknown token, so every chunk text holds at
+most `CHARS_PER_TOKEN` characters per token of its budget and never more than `MAX_CHUNK_CHARS`
+(with the header, within Milvus' 65,535-byte VARCHAR at 4 bytes a character). Such words are cut.
 """
 
 from __future__ import annotations
@@ -19,6 +24,14 @@ from .tokens import TokenCounter
 
 ChunkKind = Literal["chunk", "parent", "question", "summary", "raptor"]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+CHARS_PER_TOKEN = 10  # English runs at ~4-5 characters a token; anything far above is not prose
+MAX_CHUNK_CHARS = 15_000
+MAX_HEADER_CHARS = 1_000
+
+
+def max_chars(budget: int) -> int:
+    """The most characters a chunk of `budget` tokens may hold."""
+    return min(budget * CHARS_PER_TOKEN, MAX_CHUNK_CHARS)
 
 
 class Chunk(BaseModel):
@@ -65,6 +78,10 @@ class _Draft:
     @property
     def tokens(self) -> int:
         return sum(p.tokens for p in self.pieces)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(p.text) + 1 for p in self.pieces)
 
 
 Strategy = Callable[[Paper, TokenCounter, ChunkOptions], list[Chunk]]
@@ -126,28 +143,52 @@ def _sections_in_order(paper: Paper) -> Iterator[tuple[Section, list[tuple[int, 
 def _budget(paper: Paper, section: Section, tokens: TokenCounter, wanted: int) -> tuple[str, int]:
     header = context_header(paper, section)
     room = tokens.max_tokens - tokens.count(header) - 2
-    if room < 16:
+    if room < 16 or len(header) > MAX_HEADER_CHARS:
         # A pathological header would leave no room for text: keep the section name only.
         header = section.title[:200]
         room = tokens.max_tokens - tokens.count(header) - 2
     return header, max(16, min(wanted, room))
 
 
+def _cut_word(word: str, budget: int, tokens: TokenCounter) -> list[str]:
+    """A word as slices of at most `budget` tokens and `max_chars(budget)` characters (most words: itself)."""
+    if len(word) <= budget:  # a token covers at least one character: short words always fit
+        return [word]
+    limit = max_chars(budget)
+    out: list[str] = []
+    rest = word
+    while rest:
+        if len(rest) <= limit and tokens.count(rest) <= budget:
+            out.append(rest)
+            break
+        lo, hi = 1, min(len(rest), limit)  # the longest prefix that fits, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if tokens.count(rest[:mid]) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        out.append(rest[:lo])
+        rest = rest[lo:]
+    return out
+
+
 def _split(text: str, budget: int, tokens: TokenCounter) -> list[tuple[str, int]]:
-    """Split text into parts of at most `budget` tokens: sentences, then words."""
+    """Split text into parts of at most `budget` tokens (and `max_chars(budget)`): sentences, words, slices."""
+    limit = max_chars(budget)
     n = tokens.count(text)
-    if n <= budget:
+    if n <= budget and len(text) <= limit:
         return [(text, n)]
     parts: list[tuple[str, int]] = []
     for sentence in _SENTENCE.split(text):
         m = tokens.count(sentence)
-        if m <= budget:
+        if m <= budget and len(sentence) <= limit:
             parts.append((sentence, m))
             continue
-        words, current = sentence.split(), ""
+        words, current = [piece for w in sentence.split() for piece in _cut_word(w, budget, tokens)], ""
         for w in words:
             candidate = f"{current} {w}".strip()
-            if current and tokens.count(candidate) > budget:
+            if current and (len(candidate) > limit or tokens.count(candidate) > budget):
                 parts.append((current, tokens.count(current)))
                 current = w
             else:
@@ -168,11 +209,13 @@ def _pieces(paragraphs: list[tuple[int, Paragraph]], budget: int, tokens: TokenC
 
 
 def _pack(pieces: list[_Piece], budget: int, overlap: int, by_paragraph: bool = True) -> list[_Draft]:
-    """Greedy packing up to `budget`; a split inside a paragraph carries `overlap` tokens over."""
+    """Greedy packing up to `budget` (and `max_chars(budget)`); a split inside a paragraph carries `overlap`
+    tokens over."""
+    limit = max_chars(budget)
     drafts: list[_Draft] = []
     current = _Draft()
     for piece in pieces:
-        if current.pieces and current.tokens + piece.tokens > budget:
+        if current.pieces and (current.tokens + piece.tokens > budget or current.chars + len(piece.text) > limit):
             drafts.append(current)
             carry: list[_Piece] = []
             if overlap and not current.pieces[-1].ends_paragraph:
@@ -180,7 +223,7 @@ def _pack(pieces: list[_Piece], budget: int, overlap: int, by_paragraph: bool = 
                     if prev.paragraph != piece.paragraph or sum(c.tokens for c in carry) + prev.tokens > overlap:
                         break
                     carry.insert(0, prev)
-            if sum(c.tokens for c in carry) + piece.tokens > budget:
+            if sum(c.tokens for c in carry) + piece.tokens > budget or _Draft(carry).chars + len(piece.text) > limit:
                 carry = []
             current = _Draft(list(carry))
         current.pieces.append(piece)
@@ -304,15 +347,19 @@ def sliding_window(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> li
     build = _Builder(paper, tokens, "sliding_window")
     for section, paragraphs in _sections_in_order(paper):
         header, budget = _budget(paper, section, tokens, opts.chunk_size)
-        words = [(w, i, p.page) for i, p in paragraphs for w in p.text.split()]
+        limit = max_chars(budget)
+        words = [
+            (piece, i, p.page) for i, p in paragraphs for w in p.text.split() for piece in _cut_word(w, budget, tokens)
+        ]
         start = 0
         while start < len(words):
-            end, used = start, 0
+            end, used, chars = start, 0, 0
             while end < len(words):
                 n = tokens.count(words[end][0])
-                if used + n > budget and end > start:
+                if (used + n > budget or chars + len(words[end][0]) + 1 > limit) and end > start:
                     break
                 used += n
+                chars += len(words[end][0]) + 1
                 end += 1
             window = words[start:end]
             pieces = [_Piece(" ".join(w for w, _, _ in window), used, window[0][2], window[0][1], end >= len(words))]

@@ -10,12 +10,17 @@ Specs understood by `make_embedder`:
   (OpenAI, vLLM, Ollama, ...) through langchain-openai; ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``.
 
 Every embedder caches vectors by sha256(model name + text): in memory always, and in a sqlite file
-under ``cache_dir`` when one is given, so re-embedding an unchanged chunk costs nothing.
+under ``cache_dir`` when one is given, so re-embedding an unchanged chunk costs nothing. The file is
+opened when something is first embedded (listing papers never touches it), and it is only a cache: a
+damaged file is moved aside and started afresh, and one that cannot be opened, read or written (a
+directory in its place, a read-only file) is bypassed for the rest of the run, each with a warning.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import sqlite3
 import threading
@@ -32,6 +37,7 @@ from pydantic import SecretStr
 from ..errors import ConfigError
 from .tokens import TokenCounter, WordCounter, default_model_dir, local_token_counter
 
+log = logging.getLogger(__name__)
 LOCAL_MODEL_NAME = "local:all-MiniLM-L6-v2"
 LOCAL_MODEL_DIM = 384
 OPENAI_MAX_TOKENS = 8191
@@ -81,12 +87,45 @@ class _DiskCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         # One connection used from several threads (retrievers may embed concurrently): guard it.
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+            self._db.execute("SELECT 1 FROM vectors LIMIT 1").fetchall()
+        except sqlite3.Error:
+            self._db.close()
+            raise
+
+    @classmethod
+    def open(cls, path: Path) -> _DiskCache | None:
+        """The cache at `path`; a damaged file is moved aside and started afresh; None (with a warning)
+        when no cache can be had there."""
+        try:
+            return cls(path)
+        except sqlite3.DatabaseError as exc:
+            if not path.is_file() or isinstance(exc, sqlite3.OperationalError):
+                log.warning("embedding cache %s cannot be used (%s); not caching on disk this run", path, exc)
+                return None
+            aside = path.with_name(f"{path.name}.damaged-{int(time.time())}")
+            try:
+                path.rename(aside)
+                cache = cls(path)
+            except (OSError, sqlite3.Error) as again:
+                log.warning("embedding cache %s is damaged (%s), and rebuilding it failed (%s)", path, exc, again)
+                return None
+            log.warning("embedding cache %s was damaged (%s); moved it to %s, starting afresh", path, exc, aside.name)
+            return cache
+        except OSError as exc:
+            log.warning(
+                "embedding cache %s cannot be created (%s); embeddings are not cached on disk this run",
+                path,
+                exc.strerror or exc,
+            )
+            return None
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         found: dict[bytes, np.ndarray] = {}
@@ -134,7 +173,9 @@ class CachedEmbedder(ABC):
         self.seconds = 0.0
         self._memory: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
-        self._disk = _DiskCache(cache_dir / "embeddings.sqlite") if cache_dir is not None else None
+        self._cache_dir = cache_dir
+        self._disk: _DiskCache | None = None
+        self._disk_tried = cache_dir is None  # opened on first use: `papers` and friends never touch it
 
     @property
     def name(self) -> str:
@@ -171,8 +212,8 @@ class CachedEmbedder(ABC):
                     self._memory.move_to_end(k)
                     vectors[k] = self._memory[k]
         missing = list(dict.fromkeys(k for k in keys if k not in vectors))
-        if missing and self._disk is not None:
-            from_disk = self._disk.get_many(missing)
+        if missing and self._disk_cache() is not None:
+            from_disk = self._disk_call("read", lambda disk: disk.get_many(missing)) or {}
             vectors.update(from_disk)
             self._remember(from_disk.items())
             missing = [k for k in missing if k not in from_disk]
@@ -193,8 +234,32 @@ class CachedEmbedder(ABC):
             vectors.update(fresh)
             self._remember(fresh)
             if self._disk is not None:
-                self._disk.put_many(fresh)
+                self._disk_call("write", lambda disk, items=fresh: disk.put_many(items))
         return [vectors[k].tolist() for k in keys]
+
+    def _disk_cache(self) -> _DiskCache | None:
+        """The on-disk cache, opened on first use (None when there is none or it cannot be used)."""
+        if not self._disk_tried:
+            with self._lock:
+                if not self._disk_tried:
+                    assert self._cache_dir is not None
+                    self._disk = _DiskCache.open(self._cache_dir / "embeddings.sqlite")
+                    self._disk_tried = True
+        return self._disk
+
+    def _disk_call(self, what: str, call: Any) -> Any:
+        """`call(disk)`; a failing cache (read-only, damaged, removed) is bypassed from then on, with a warning."""
+        disk = self._disk
+        if disk is None:
+            return None
+        try:
+            return call(disk)
+        except sqlite3.Error as exc:
+            log.warning("embedding cache %s: cannot %s (%s); not caching on disk this run", disk.path, what, exc)
+            self._disk = None
+            with contextlib.suppress(sqlite3.Error):
+                disk.close()
+            return None
 
     def embed_query(self, text: str) -> list[float]:
         """The vector of one query (queries and documents are embedded alike by every provider here)."""
@@ -211,7 +276,8 @@ class CachedEmbedder(ABC):
     def close(self) -> None:
         """Close the on-disk cache."""
         if self._disk is not None:
-            self._disk.close()
+            with contextlib.suppress(sqlite3.Error):
+                self._disk.close()
             self._disk = None
 
 

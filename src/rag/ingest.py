@@ -1,14 +1,21 @@
 """Ingest files into a knowledge base: parse -> chunk -> embed -> store, idempotently.
 
 A paper's doc_id is the UUID5 of its file's sha256, so identical bytes are one paper wherever they
-live. Per file, ingest decides from the catalogue:
+live, and a paper belongs to every path that holds it (the catalogue's `sources`). Per file, ingest
+decides from the catalogue:
 
-- unchanged: a ready paper with this doc_id exists; nothing is written;
+- unchanged: a ready paper with this doc_id exists; nothing is written (a new path is added to its
+  sources);
 - ingested: a new paper (or one an interrupted ingest left not ready: it is written again);
-- replaced: new content at a path that held another paper; the new paper goes in first, then the old
-  one is deleted, so search never sees neither and never sees both as the same file;
+- replaced: new content at a path that held another paper; the new paper goes in first, then the path is
+  taken from the old one, which is deleted unless another of its paths still holds its bytes. This also
+  runs when the file is unchanged, so a crash between storing a new version and removing the old one is
+  repaired by the next ingest;
 - failed: the file could not be read, parsed, chunked or stored; the batch goes on, and whatever the
-  failed file had written is removed again.
+  failed file had written is removed again. A forced re-ingest that fails leaves the old version visible.
+
+Folders are searched for PDF, Markdown and text files; README, LICENSE, CHANGELOG and the like are
+skipped there (they are not papers) unless named on the command line.
 """
 
 from __future__ import annotations
@@ -28,13 +35,19 @@ from ..errors import PaperscopeError, ParseError
 from ..parser import parse_file
 from ..parser.files import SUPPORTED
 from .chunking import ChunkOptions, chunk_paper
-from .store import PaperStore
+from .paths import escape_path, unescape_path
+from .store import PaperRecord, PaperStore, clipped
 
 #: Namespace of paperscope doc_ids (UUID5 over the file's sha256 hex digest).
 DOC_ID_NAMESPACE = uuid.UUID("6f1d8a52-3c1e-5b7a-9a43-1f6e2d0c9b11")
 
 Status = Literal["ingested", "unchanged", "replaced", "failed"]
 Stage = Literal["reading", "parsing", "chunking", "embedding", "done"]
+#: File names (without suffix, any case) that a folder walk skips: project files, not papers.
+NOT_PAPERS = frozenset(
+    {"readme", "license", "licence", "copying", "changelog", "changes", "history", "news", "contributing"}
+    | {"authors", "notice", "code_of_conduct", "security", "todo"}
+)
 
 
 def doc_id_for(sha256: str) -> str:
@@ -54,7 +67,7 @@ def file_sha256(path: Path) -> str:
 class FileResult(BaseModel):
     """What happened to one file."""
 
-    path: str = Field(description="The file as found (absolute).")
+    path: str = Field(description="The file as found (absolute; unprintable characters escaped, see paths.py).")
     status: Status
     doc_id: str | None = None
     title: str | None = None
@@ -64,12 +77,14 @@ class FileResult(BaseModel):
     error: str | None = Field(None, description="Why the file failed, naming it.")
     structure_found: bool = Field(True, description="False when the parser found no heading in the paper.")
     replaced: list[str] = Field(default_factory=list, description="doc_ids of earlier versions removed.")
+    warnings: list[str] = Field(default_factory=list, description="What was stored differently from the file.")
 
 
 class IngestReport(BaseModel):
     """The outcome of one `ingest` call."""
 
     files: list[FileResult] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list, description="Files in folders that are not papers (README...).")
     seconds: float = 0.0
     embed_seconds: float = Field(0.0, description="Time spent computing embeddings.")
 
@@ -90,25 +105,51 @@ class IngestReport(BaseModel):
         return sum(f.chunks for f in self.files)
 
 
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an ingest: what was done (`report`) and the file being ingested (`current`)."""
+
+    def __init__(self, report: IngestReport, current: str | None) -> None:
+        super().__init__()
+        self.report = report
+        self.current = current
+
+
 #: progress(path, stage, done, total): stage changes, and embedding progress in chunks.
 Progress = Callable[[Path, Stage, int, int], None]
 
 
-def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[FileResult]]:
-    """Expand folders (recursively) into supported files; missing paths come back as failures."""
+def is_paper_file(file: Path) -> bool:
+    """A supported file a folder walk takes: not hidden, not a README, LICENSE, CHANGELOG or the like."""
+    return (
+        file.is_file()
+        and file.suffix.lower() in SUPPORTED
+        and not file.name.startswith(".")
+        and file.stem.lower() not in NOT_PAPERS
+    )
+
+
+def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[FileResult], list[Path]]:
+    """(files to ingest, failures for missing paths, files skipped in folders as not papers).
+
+    Folders are searched recursively; a file named explicitly is always taken.
+    """
     found: dict[Path, None] = {}
     missing: list[FileResult] = []
+    skipped: dict[Path, None] = {}
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
             for file in sorted(path.rglob("*")):
-                if file.is_file() and file.suffix.lower() in SUPPORTED and not file.name.startswith("."):
+                if is_paper_file(file):
                     found.setdefault(file.resolve(), None)
+                elif file.is_file() and file.suffix.lower() in SUPPORTED and not file.name.startswith("."):
+                    skipped.setdefault(file.resolve(), None)
         elif path.is_file():
             found.setdefault(path.resolve(), None)
         else:
-            missing.append(FileResult(path=str(path), status="failed", error=f"{path}: no such file or folder"))
-    return list(found), missing
+            shown = escape_path(path)
+            missing.append(FileResult(path=shown, status="failed", error=f"{shown}: no such file or folder"))
+    return list(found), missing, [p for p in skipped if p not in found]
 
 
 def ingest(
@@ -122,32 +163,43 @@ def ingest(
     """Ingest files and folders (PDF, Markdown, text) into the knowledge base of `settings`.
 
     Opens (and closes) the store when none is given. `force` re-ingests unchanged files, e.g. after
-    changing the chunking strategy.
+    changing the chunking strategy. Ctrl-C raises IngestInterrupted carrying what was done.
     """
     started = time.perf_counter()
-    files, report_files = discover(paths)
+    files, report_files, skipped = discover(paths)
     own = store is None
     store = store or PaperStore.open(settings)
     embed_before = getattr(store.embedder, "seconds", 0.0)
+
+    def report() -> IngestReport:
+        return IngestReport(
+            files=report_files,
+            skipped=[escape_path(p) for p in skipped],
+            seconds=time.perf_counter() - started,
+            embed_seconds=getattr(store.embedder, "seconds", 0.0) - embed_before,
+        )
+
+    current: Path | None = None
     try:
-        for path in files:
-            report_files.append(_ingest_file(path, settings, store, force, progress))
+        for current in files:
+            report_files.append(_ingest_file(current, settings, store, force, progress))
+        current = None
+    except KeyboardInterrupt as exc:
+        raise IngestInterrupted(report(), escape_path(current) if current else None) from exc
     finally:
         if own:
             store.close()
         else:
             store.flush()
-    return IngestReport(
-        files=report_files,
-        seconds=time.perf_counter() - started,
-        embed_seconds=getattr(store.embedder, "seconds", 0.0) - embed_before,
-    )
+    return report()
 
 
 def _ingest_file(
     path: Path, settings: Settings, store: PaperStore, force: bool, progress: Progress | None
 ) -> FileResult:
     started = time.perf_counter()
+    source = escape_path(path)  # what the catalogue stores and messages show
+    name = escape_path(path.name)
 
     def report(stage: Stage, done: int = 0, total: int = 0) -> None:
         if progress is not None:
@@ -155,32 +207,34 @@ def _ingest_file(
 
     def failed(error: str, doc_id: str | None = None) -> FileResult:
         report("done")
-        return FileResult(
-            path=str(path), status="failed", doc_id=doc_id, error=error, seconds=time.perf_counter() - started
-        )
+        took = time.perf_counter() - started
+        return FileResult(path=source, status="failed", doc_id=doc_id, error=error, seconds=took)
 
     report("reading")
     try:
         sha = file_sha256(path)
     except OSError as exc:
-        return failed(f"{path.name}: cannot read: {exc.strerror or exc}")
+        return failed(f"{name}: cannot read: {exc.strerror or exc}")
     doc_id = doc_id_for(sha)
-    source = str(path)
     try:
         existing = store.get_paper(doc_id)
-        earlier = [p.doc_id for p in store.papers_from_source(source) if p.doc_id != doc_id]
+        earlier = [p for p in store.papers_from_source(source) if p.doc_id != doc_id]
+        if existing is not None and existing.ready and not force:
+            if source not in existing.sources:
+                store.set_sources(doc_id, [*existing.sources, source])
+            replaced = _release(store, earlier, source)
+            report("done")
+            return FileResult(
+                path=source,
+                status="replaced" if replaced else "unchanged",
+                doc_id=doc_id,
+                title=existing.title,
+                pages=existing.pages,
+                seconds=time.perf_counter() - started,
+                replaced=replaced,
+            )
     except PaperscopeError as exc:
-        return failed(f"{path.name}: {exc}", doc_id)
-    if existing is not None and existing.ready and not force:
-        report("done")
-        return FileResult(
-            path=source,
-            status="unchanged",
-            doc_id=doc_id,
-            title=existing.title,
-            pages=existing.pages,
-            seconds=time.perf_counter() - started,
-        )
+        return failed(_message(exc, path, name), doc_id)
 
     wrote = False
     try:
@@ -196,30 +250,72 @@ def _ingest_file(
         n = store.insert_paper_chunks(
             paper, chunks, doc_id, sha, source, on_batch=lambda done, total: report("embedding", done, total)
         )
-        for old in earlier:
-            store.delete_paper(old)
-    except PaperscopeError as exc:
+        replaced = _release(store, earlier, source)
+    except Exception as exc:
+        # A domain error names its cause; anything else is a bug, but it must not end the batch either.
         if wrote and existing is None:
             _forget(store, doc_id)
-        message = str(exc) if path.name in str(exc) else f"{path.name}: {exc}"
-        return failed(message, doc_id)
+        if isinstance(exc, PaperscopeError):
+            return failed(_message(exc, path, name), doc_id)
+        return failed(f"{name}: unexpected error: {type(exc).__name__}: {exc}", doc_id)
     except BaseException:
-        # Ctrl-C or a bug: take back what this file wrote; a paper left "ingesting" is hidden anyway.
+        # Ctrl-C: take back what this file wrote; a paper left "ingesting" is hidden anyway.
         if wrote and existing is None:
             _forget(store, doc_id)
         raise
+    warnings = [
+        f"{name}: the {what} is longer than the store keeps ({limit}); it was cut"
+        for what, text, field, limit in (
+            ("title", paper.title, "title", "2,048 bytes"),
+            ("abstract", paper.abstract, "abstract", "65,535 bytes"),
+        )
+        if clipped(text, field)
+    ]
     report("done")
     return FileResult(
         path=source,
-        status="replaced" if earlier else "ingested",
+        status="replaced" if replaced else "ingested",
         doc_id=doc_id,
         title=paper.title,
         pages=paper.pages,
         chunks=n,
         seconds=time.perf_counter() - started,
-        replaced=earlier,
+        replaced=replaced,
+        warnings=warnings,
         structure_found=paper.structure_found,
     )
+
+
+def _message(exc: Exception, path: Path, name: str) -> str:
+    """The error, naming the file by its escaped name."""
+    text = str(exc).replace(path.name, name)
+    return text if name in text else f"{name}: {text}"
+
+
+def holds(stored_source: str, sha256: str) -> bool:
+    """True when the file at a stored (escaped) path still holds the bytes with this sha256."""
+    path = unescape_path(stored_source)
+    try:
+        return path.is_file() and file_sha256(path) == sha256
+    except OSError:
+        return False
+
+
+def _release(store: PaperStore, earlier: list[PaperRecord], source: str) -> list[str]:
+    """Take `source` from the papers it held before; delete those no other path still holds.
+
+    Returns the doc_ids deleted (replaced). A paper whose other path still holds its bytes stays, with
+    the paths that do recorded as its sources.
+    """
+    removed: list[str] = []
+    for old in earlier:
+        keep = [s for s in old.sources if s != source and holds(s, old.sha256)]
+        if keep:
+            store.set_sources(old.doc_id, keep, source=keep[0] if old.source == source else None)
+        else:
+            store.delete_paper(old.doc_id)
+            removed.append(old.doc_id)
+    return removed
 
 
 def _forget(store: PaperStore, doc_id: str) -> None:

@@ -9,8 +9,14 @@ Searches exclude papers that are not ready by adding ``doc_id not in [...]`` (th
 status is not "ready", normally none or a handful) to the Milvus filter, so `k` is honoured and
 no client-side over-fetching is needed. The list is read from the papers collection on every
 search (one small scalar query) because another process may be ingesting into the same server.
-Direct reads by doc_id (`get_context_window`, `get_section`) do not check readiness: their doc_ids
-come from search results.
+Then the papers of the hits are looked up (one point query): a chunk whose paper has no catalogue
+row (an orphan a crash left) or is not ready is dropped, and the search runs again without it.
+Direct reads by doc_id (`get_context_window`, `get_section`) return nothing for a paper that is not
+ready. `paperscope check` finds and repairs what a crash left (see check.py).
+
+Sources. A paper (one doc_id, one set of bytes) belongs to every path that holds it: the catalogue
+keeps them all in `sources` (and the last one ingested in `source`). Paths are stored escaped (see
+`escape_path`) so a file name with control characters can be stored, filtered on and shown.
 
 Milvus Lite 3.2 notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
 - BM25 `Function`, SPARSE_INVERTED_INDEX/BM25, `hybrid_search` with RRF and weighted rankers, JSON
@@ -24,12 +30,17 @@ Milvus Lite 3.2 notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
 - A reopened Lite collection starts "released": collections are loaded explicitly on open.
 - Lite searches unflushed rows by rebuilding their index on every search: the store flushes a Lite
   kb every `lite_flush_rows` written rows and on close (see `PaperStore.lite_flush_rows`).
-- The Lite file is a directory, locked by the process that serves it: one process at a time.
+- The Lite file is a directory, locked by the process that serves it (an flock on its LOCK file): one
+  process at a time. Opening fails the same way when the lock is held and when the data is damaged, so
+  the store probes the lock itself to say which.
+- Collections cannot gain fields in Lite (`add_collection_field` is not implemented): a catalogue of
+  schema 1 (without `sources`) is rebuilt under a temporary name and renamed (`_migrate_papers`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import time
@@ -39,15 +50,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from pymilvus import (  # type: ignore[import-untyped]
-    AnnSearchRequest,
-    DataType,
-    Function,
-    FunctionType,
-    MilvusClient,
-    RRFRanker,
-    WeightedRanker,
-)
 
 from ..config import Settings
 from ..errors import PaperscopeError, StoreError
@@ -56,17 +58,36 @@ from .chunking import Chunk
 from .embeddings import Embedder, make_embedder
 from .filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
 
+# pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
+# `MILVUS_URI=/path/kb.db` (a Lite file, which paperscope reads itself) would end in a traceback.
+_ENV_URI = os.environ.pop("MILVUS_URI", None)
+try:
+    from pymilvus import (  # type: ignore[import-untyped]
+        AnnSearchRequest,
+        DataType,
+        Function,
+        FunctionType,
+        MilvusClient,
+        RRFRanker,
+        WeightedRanker,
+    )
+finally:
+    if _ENV_URI is not None:
+        os.environ["MILVUS_URI"] = _ENV_URI
+
 # Strong consistency on purpose: ingest writes a paper and immediately reads it back (stale-row
 # cleanup, the ready flip, tests, the CLI's "ingest then ask"); Bounded would let those reads miss
 # the rows just written. The cost (waiting for the latest timestamp) is negligible at our scale.
 CONSISTENCY = "Strong"
 QUERY_WINDOW = 16384  # the largest offset+limit a Milvus query accepts
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the catalogue's `sources`
 PROP_EMBEDDER = "paperscope.embedder"
 PROP_DIM = "paperscope.dim"
 PROP_SCHEMA = "paperscope.schema"
 STATUS_INGESTING = "ingesting"
 STATUS_READY = "ready"
+STATUS_BROKEN = "broken"  # chunks damaged and no file left to ingest it from (set by `check --repair`)
+Status = Literal["ingesting", "ready", "broken"]
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 # VARCHAR limits in bytes (Milvus counts bytes); the 65535 ones are Milvus' maximum.
@@ -109,6 +130,7 @@ PAPER_FIELDS: dict[str, DataType] = {
     "year": DataType.INT16,
     "abstract": DataType.VARCHAR,
     "source": DataType.VARCHAR,
+    "sources": DataType.JSON,
     "sha256": DataType.VARCHAR,
     "n_chunks": DataType.INT32,
     "pages": DataType.INT16,
@@ -119,7 +141,7 @@ PAPER_FIELDS: dict[str, DataType] = {
 }
 _CHUNK_OUT = [f for f in CHUNK_FIELDS if f not in ("vector", "sparse")]
 _PAPER_OUT = [f for f in PAPER_FIELDS if f != "vector"]
-_BRIEF_OUT = ["doc_id", "title", "year", "source", "sha256", "n_chunks", "pages", "status", "ingested_at"]
+_BRIEF_OUT = ["doc_id", "title", "year", "source", "sources", "sha256", "n_chunks", "pages", "status", "ingested_at"]
 _SEARCH_OUT = [*_CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
 
 # A Lite file is served by an in-process gRPC server shared by every client of that path; the
@@ -158,12 +180,13 @@ class PaperRecord(BaseModel):
     authors: list[str] = Field(default_factory=list)
     year: int | None = None
     abstract: str = ""
-    source: str = ""
+    source: str = Field("", description="The path it was last ingested from (escaped, see escape_path).")
+    sources: list[str] = Field(default_factory=list, description="Every path known to hold these bytes (escaped).")
     sha256: str = ""
     n_chunks: int = 0
     pages: int = 0
     sections: list[Section] = Field(default_factory=list)
-    status: Literal["ingesting", "ready"] = "ingesting"
+    status: Status = "ingesting"
     ingested_at: int = Field(0, description="Unix time (s) of the last ingest start.")
     score: float | None = Field(default=None, description="Similarity to the query, for `search_papers`.")
 
@@ -196,6 +219,60 @@ def _clip(text: str, field: str) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
 
 
+def _fit(text: str, field: str, where: str, chunk: Chunk) -> str:
+    """`text` if it fits the field's byte limit; a longer text is refused, never cut silently."""
+    size = len(text.encode("utf-8"))
+    if size > _VARCHAR[field]:
+        raise StoreError(
+            f"{where}: {chunk.kind} {chunk.chunk_index} ({chunk.section_title or 'no section'}): {field} is "
+            f"{size:,} bytes, over Milvus' {_VARCHAR[field]:,}-byte limit; nothing was stored (a smaller "
+            "chunk_size keeps chunks within it)"
+        )
+    return text
+
+
+def clipped(text: str, field: str) -> bool:
+    """True when the store would cut `text` to fit `field` (titles, abstracts: what ingest warns about)."""
+    return len(text.encode("utf-8")) > _VARCHAR[field]
+
+
+def knowledge_bases(client: MilvusClient) -> list[str]:
+    """Names of the knowledge bases in a Milvus instance (both collections present)."""
+    names = set(client.list_collections())
+    return sorted(n[: -len("_chunks")] for n in names if n.endswith("_chunks") and f"{n[:-7]}_papers" in names)
+
+
+def lite_problem(path: str) -> str:
+    """Why a Milvus Lite data directory cannot be opened: another process holds its lock, or it is damaged.
+
+    Lite reports both as "Open local milvus failed"; the lock (an flock on LOCK) tells them apart.
+    """
+    data = Path(path)
+    if data.exists() and not data.is_dir():
+        return (
+            f"{data} is not a Milvus Lite data directory (a file is in its place, e.g. from an older Milvus Lite); "
+            "move it aside and ingest again"
+        )
+    lock = data / "LOCK"
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock to probe
+        return "another process may be using this Milvus Lite file, or it is damaged"
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return f"the Milvus Lite data at {data} is damaged (no readable LOCK file); move it aside and ingest again"
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return "another process is using this Milvus Lite file (it holds the lock); wait for it to finish"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    return f"the Milvus Lite data at {data} is damaged; move it aside and ingest again"
+
+
 def _kind_expr(kind: str | None) -> str:
     """`kind == "x"` for an allowed kind, "" for None (every kind)."""
     if kind is None:
@@ -222,36 +299,42 @@ class PaperStore:
     #: itself and is never flushed here.
     lite_flush_rows = 256
 
-    def __init__(self, settings: Settings, embedder: Embedder) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder, *, create: bool = True) -> None:
+        """Open the knowledge base; `create=False` (every read-only command) refuses one that does not exist."""
         self.settings = settings
         self.embedder = embedder
         self.kb = settings.store.kb
         self.chunks_name = f"{self.kb}_chunks"
         self.papers_name = f"{self.kb}_papers"
         self.write_batch = settings.embedding.batch_size
-        self.uri, self._lite_path = self._resolve_uri(settings)
+        self.uri, self._lite_path = self._resolve_uri(settings, create)
         try:
             self._client = MilvusClient(uri=self.uri, token=settings.store.token or "")
         except Exception as exc:
-            hint = " (is another process using this Milvus Lite file?)" if self._lite_path else ""
-            raise StoreError(f"knowledge base {self.kb!r}: cannot open Milvus at {self.uri}: {exc}{hint}") from exc
+            why = lite_problem(self._lite_path) if self._lite_path else str(exc)
+            raise StoreError(f"knowledge base {self.kb!r}: cannot open Milvus at {self.uri}: {why}") from exc
         if self._lite_path is not None:
             with _LITE_LOCK:
                 _LITE_USERS[self._lite_path] = _LITE_USERS.get(self._lite_path, 0) + 1
         self._closed = False
         self._unflushed = 0
         try:
-            self._ensure_collections()
-        except BaseException:
+            self._ensure_collections(create)
+        except BaseException as exc:
             self.close()
+            # Lite failing to read its own collections (not our checks refusing them) means damaged data.
+            cause = exc.__cause__
+            if self._lite_path and isinstance(exc, StoreError) and cause and not isinstance(cause, PaperscopeError):
+                hint = f"the Milvus Lite data at {self._lite_path} looks damaged: move it aside and ingest again"
+                raise StoreError(f"{exc}; {hint}") from exc
             raise
 
     @classmethod
-    def open(cls, settings: Settings, embedder: Embedder | None = None) -> PaperStore:
-        """Open (creating if needed) the knowledge base named by `settings.store.kb`.
+    def open(cls, settings: Settings, embedder: Embedder | None = None, *, create: bool = True) -> PaperStore:
+        """Open the knowledge base named by `settings.store.kb`, creating it unless `create` is False.
 
         Without `embedder`, the one named by `settings.embedding.model` is built, caching vectors
-        under the data directory.
+        under the data directory (the cache is opened when something is first embedded).
         """
         if embedder is None:
             embedder = make_embedder(
@@ -259,35 +342,38 @@ class PaperStore:
                 batch_size=settings.embedding.batch_size,
                 cache_dir=Path(settings.home).expanduser() / "cache",
             )
-        return cls(settings, embedder)
+        return cls(settings, embedder, create=create)
 
     # --- setup -----------------------------------------------------------------------
 
     @staticmethod
-    def _resolve_uri(settings: Settings) -> tuple[str, str | None]:
-        """(uri for MilvusClient, Lite data path or None for a server)."""
+    def _resolve_uri(settings: Settings, create: bool = True) -> tuple[str, str | None]:
+        """(uri for MilvusClient, Lite data path or None for a server); no directory is made unless `create`."""
         uri = settings.store.uri
+        kb = settings.store.kb
+        if re.match(r"^(https?|tcp|unix)://", uri or "") or (uri or "").startswith("unix:"):
+            return str(uri), None
         if not uri:
-            home = Path(settings.home).expanduser()
-            try:
-                home.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"knowledge base {settings.store.kb!r}: cannot create {home}: {exc}") from exc
-            path = str((home / "milvus.db").resolve())
-            return path, path
-        if re.match(r"^(https?|tcp|unix)://", uri) or uri.startswith("unix:"):
-            return uri, None
-        if uri.endswith(".db"):
+            file = (Path(settings.home).expanduser() / "milvus.db").resolve()
+        elif uri.endswith(".db"):
             file = Path(uri).expanduser().resolve()
-            try:
-                file.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"knowledge base {settings.store.kb!r}: cannot create {file.parent}: {exc}") from exc
-            return str(file), str(file)
-        raise StoreError(
-            f"knowledge base {settings.store.kb!r}: store uri {uri!r} is neither http(s)://host:port "
-            "nor a Milvus Lite path ending in .db"
-        )
+        else:
+            raise StoreError(
+                f"knowledge base {kb!r}: MILVUS_URI {uri!r} is neither a server (http://host:19530) nor a "
+                f"Milvus Lite file, whose name must end in .db (e.g. {uri.rstrip('/')}/milvus.db)"
+            )
+        if not create and not file.exists():
+            raise StoreError(
+                f"knowledge base {kb!r} does not exist: there is no store at {file} yet "
+                f"(`paperscope ingest PATH --kb {kb}` creates it)"
+            )
+        if file.exists() and not file.is_dir():
+            raise StoreError(f"knowledge base {kb!r}: {lite_problem(str(file))}")
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"knowledge base {kb!r}: cannot create {file.parent}: {exc.strerror or exc}") from exc
+        return str(file), str(file)
 
     @property
     def client(self) -> MilvusClient:
@@ -310,28 +396,73 @@ class PaperStore:
             about = f"paper {doc_id}: " if doc_id else ""
             raise StoreError(f"knowledge base {self.kb!r}: {about}{what} failed: {exc}") from exc
 
-    def _ensure_collections(self) -> None:
+    def _ensure_collections(self, create: bool = True) -> None:
+        with self._failing("opening the collections"):
+            self._finish_migration()
+            if not create:
+                missing = [c for c in (self.chunks_name, self.papers_name) if not self._client.has_collection(c)]
+                if missing:
+                    others = ", ".join(repr(k) for k in knowledge_bases(self._client)) or "none yet"
+                    raise StoreError(
+                        f"knowledge base {self.kb!r} does not exist (existing: {others}); "
+                        f"`paperscope ingest PATH --kb {self.kb}` creates it"
+                    )
         with self._failing("asking the embedder for its dimension"):
             dim, name = self.embedder.dim, self.embedder.name
         with self._failing("opening the collections"):
-            wanted = ((self.chunks_name, self._create_chunks), (self.papers_name, self._create_papers))
-            for collection, create in wanted:
-                if self._client.has_collection(collection):
-                    self._check_collection(collection)
-                else:
-                    create(dim, name)
-                self._client.load_collection(collection)
+            if self._client.has_collection(self.chunks_name):
+                self._check_collection(self.chunks_name)
+            else:
+                self._create_chunks(dim, name)
+            self._client.load_collection(self.chunks_name)
+            if not self._client.has_collection(self.papers_name):
+                self._create_papers(dim, name)
+            elif self._check_collection(self.papers_name) == ["sources"]:
+                self._migrate_papers(dim, name)
+            self._client.load_collection(self.papers_name)
+
+    @property
+    def _migrating_name(self) -> str:
+        return f"{self.papers_name}_v{SCHEMA_VERSION}"
+
+    def _finish_migration(self) -> None:
+        """Complete a catalogue migration a crash interrupted: the new collection is whole once it exists alone."""
+        tmp = self._migrating_name
+        if not self._client.has_collection(tmp):
+            return
+        if self._client.has_collection(self.papers_name):
+            self._client.drop_collection(tmp)  # cut short while copying: the old catalogue is intact, start over
+        else:
+            self._client.rename_collection(tmp, self.papers_name)
+
+    def _migrate_papers(self, dim: int, name: str) -> None:
+        """Schema 1 -> 2: rebuild the catalogue with `sources` (each paper's own source) under a temporary
+        name, then swap it in; a crash at any point leaves one whole catalogue (see `_finish_migration`)."""
+        self._client.load_collection(self.papers_name)
+        fields = [f for f in PAPER_FIELDS if f != "sources"]
+        rows = self._query(self.papers_name, "", fields)
+        tmp = self._migrating_name
+        self._create_papers(dim, name, tmp)
+        self._client.load_collection(tmp)
+        for start in range(0, len(rows), 500):
+            batch = rows[start : start + 500]
+            self._client.insert(tmp, [{**r, "sources": [r["source"]] if r.get("source") else []} for r in batch])
+        self._client.flush(tmp)
+        self._client.drop_collection(self.papers_name)
+        self._client.rename_collection(tmp, self.papers_name)
 
     def _properties(self, dim: int, name: str) -> dict[str, str]:
         return {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION}
 
-    def _check_collection(self, collection: str) -> None:
-        """Refuse a collection built with another embedder or holding another schema."""
+    def _check_collection(self, collection: str) -> list[str]:
+        """Refuse a collection built with another embedder or holding another schema; returns the fields a
+        catalogue of an earlier schema lacks (which `_migrate_papers` adds)."""
         desc = self._client.describe_collection(collection)
         fields = {f["name"]: f for f in desc["fields"]}
         expected = CHUNK_FIELDS if collection == self.chunks_name else PAPER_FIELDS
         wrong = sorted(n for n, t in expected.items() if n not in fields or fields[n]["type"] != t)
-        if wrong:
+        missing_v2 = ["sources"] if collection == self.papers_name and "sources" not in fields else []
+        if wrong and wrong != missing_v2:
             raise StoreError(
                 f"knowledge base {self.kb!r}: collection {collection} does not have the paperscope schema "
                 f"(missing or mistyped: {', '.join(wrong)}); use another knowledge base name"
@@ -345,6 +476,7 @@ class PaperStore:
                 f"{self.embedder.name} (dim {self.embedder.dim}). Use the same embedding model, or another "
                 "knowledge base (and ingest again)."
             )
+        return missing_v2
 
     def _create_chunks(self, dim: int, name: str) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -394,7 +526,8 @@ class PaperStore:
         # is empty so the builds are immediate, and load_collection (next) waits for them anyway.
         self._client.create_index(self.chunks_name, index, sync=False)
 
-    def _create_papers(self, dim: int, name: str) -> None:
+    def _create_papers(self, dim: int, name: str, collection: str | None = None) -> None:
+        collection = collection or self.papers_name
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("doc_id", DataType.VARCHAR, max_length=_VARCHAR["doc_id"], is_primary=True)
         schema.add_field("title", DataType.VARCHAR, max_length=_VARCHAR["title"])
@@ -402,6 +535,7 @@ class PaperStore:
         schema.add_field("year", DataType.INT16)
         schema.add_field("abstract", DataType.VARCHAR, max_length=_VARCHAR["abstract"])
         schema.add_field("source", DataType.VARCHAR, max_length=_VARCHAR["source"])
+        schema.add_field("sources", DataType.JSON)
         schema.add_field("sha256", DataType.VARCHAR, max_length=_VARCHAR["sha256"])
         schema.add_field("n_chunks", DataType.INT32)
         schema.add_field("pages", DataType.INT16)
@@ -415,11 +549,11 @@ class PaperStore:
         for scalar in ("sha256", "status"):
             index.add_index(scalar, index_type="INVERTED")
         self._client.create_collection(
-            self.papers_name, schema=schema, consistency_level=CONSISTENCY, properties=self._properties(dim, name)
+            collection, schema=schema, consistency_level=CONSISTENCY, properties=self._properties(dim, name)
         )
         # sync=False: pymilvus would otherwise poll each index build with a 0.5 s sleep; the collection
         # is empty so the builds are immediate, and load_collection (next) waits for them anyway.
-        self._client.create_index(self.papers_name, index, sync=False)
+        self._client.create_index(collection, index, sync=False)
 
     # --- low-level reads -----------------------------------------------------------------
 
@@ -453,12 +587,49 @@ class PaperStore:
         )
         return [r["doc_id"] for r in rows]
 
-    def _scoped(self, search_filter: SearchFilter | None) -> str | None:
+    def _ready_ids(self, doc_ids: Sequence[str]) -> set[str]:
+        """Those of `doc_ids` whose catalogue row says ready (one point query)."""
+        if not doc_ids:
+            return set()
+        rows = self._client.query(
+            self.papers_name,
+            filter=and_exprs(string_in("doc_id", sorted(set(doc_ids))), f"status == {quote_string(STATUS_READY)}"),
+            output_fields=["doc_id"],
+            limit=len(set(doc_ids)),
+            consistency_level=CONSISTENCY,
+        )
+        return {r["doc_id"] for r in rows}
+
+    def _is_ready(self, doc_id: str, what: str) -> bool:
+        with self._failing(what, doc_id):
+            return doc_id in self._ready_ids([doc_id])
+
+    def _ready_search(
+        self, what: str, search_filter: SearchFilter | None, run: Callable[[str], list[StoredChunk]]
+    ) -> list[StoredChunk]:
+        """`run(expr)` restricted to ready papers: papers the catalogue hides are filtered out in Milvus, and
+        hits of papers it does not hold as ready (orphans a crash left) are dropped and searched past."""
+        orphans: list[str] = []
+        for _ in range(3):
+            with self._failing(what):
+                expr = self._scoped(search_filter, orphans)
+            if expr is None:
+                return []
+            hits = run(expr)
+            found = {h.doc_id for h in hits}
+            with self._failing(what):
+                ready = self._ready_ids(sorted(found))
+            if found <= ready:
+                return hits
+            orphans.extend(sorted(found - ready))
+        return [h for h in hits if h.doc_id in ready]
+
+    def _scoped(self, search_filter: SearchFilter | None, also_hidden: Sequence[str] = ()) -> str | None:
         """The filter expression restricted to ready papers; None when nothing can match."""
         f = search_filter or SearchFilter()
         if f.matches_nothing:
             return None
-        hidden = self._not_ready()
+        hidden = [*self._not_ready(), *also_hidden]
         if f.doc_ids is not None:
             skip = set(hidden)
             wanted = [d for d in f.doc_ids if d not in skip]
@@ -493,13 +664,15 @@ class PaperStore:
     @staticmethod
     def _to_paper(row: dict[str, Any], score: float | None = None) -> PaperRecord:
         sections = row.get("sections") or []
+        source = row.get("source", "")
         return PaperRecord(
             doc_id=row["doc_id"],
             title=row.get("title", ""),
             authors=list(row.get("authors") or []),
             year=int(row.get("year") or 0) or None,
             abstract=row.get("abstract", ""),
-            source=row.get("source", ""),
+            source=source,
+            sources=list(row.get("sources") or ([source] if source else [])),
             sha256=row.get("sha256", ""),
             n_chunks=int(row.get("n_chunks") or 0),
             pages=int(row.get("pages") or 0),
@@ -522,11 +695,15 @@ class PaperStore:
     ) -> int:
         """Store (or replace) a paper and its chunks; returns the number of chunk rows written.
 
-        `on_batch(done, total)` is called after each batch of chunks is embedded and written.
+        `source` is the (escaped) path it was read from; it joins the paths already recorded for the paper.
+        `on_batch(done, total)` is called after each batch of chunks is embedded.
 
         Order: paper row "ingesting" -> chunk rows in batches (embedded batch by batch) -> stale rows of a
         previous version deleted -> paper row "ready". A crash leaves the paper "ingesting" (hidden from
         search); ingesting it again repairs it. Ids are deterministic, so a re-run upserts, never duplicates.
+        When the paper is already stored and ready (a forced re-ingest), everything is embedded before the
+        first write, so a failing embedder (model, endpoint, cache) leaves the old version visible and whole.
+        A text over Milvus' VARCHAR limit is refused before anything is written.
         """
         validate_doc_id(doc_id)
         sha = sha256.lower()
@@ -535,6 +712,8 @@ class PaperStore:
         body = [c.chunk_index for c in chunks if c.kind == "chunk"]
         if body != list(range(len(body))):
             raise StoreError(f"knowledge base {self.kb!r}: paper {doc_id}: chunk_index of body chunks is not 0..N-1")
+        where = f"knowledge base {self.kb!r}: paper {doc_id}"
+        texts = [(_fit(c.text, "text", where, c), _fit(c.index_text, "index_text", where, c)) for c in chunks]
 
         title = _clip(paper.title, "title")
         year = _small_int(paper.year, 16)
@@ -545,8 +724,20 @@ class PaperStore:
             seen[(c.kind, c.chunk_index)] = n + 1
             ids.append(chunk_row_id(doc_id, c.kind, c.chunk_index, n))
 
+        before = self.get_paper(doc_id)
         with self._failing("embedding title and abstract", doc_id):
             paper_vector = self.embedder.embed_documents([f"{paper.title}\n{paper.abstract}".strip()])[0]
+
+        def embed(start: int) -> list[list[float]]:
+            batch = chunks[start : start + self.write_batch]
+            with self._failing(f"embedding chunks {start}..{start + len(batch) - 1}", doc_id):
+                vectors = self.embedder.embed_documents([c.index_text for c in batch])
+            if on_batch is not None:
+                on_batch(start + len(batch), len(chunks))
+            return vectors
+
+        starts = range(0, len(chunks), self.write_batch)
+        staged = {start: embed(start) for start in starts} if before is not None and before.ready else {}
         paper_row: dict[str, Any] = {
             "doc_id": doc_id,
             "title": title,
@@ -554,6 +745,7 @@ class PaperStore:
             "year": year,
             "abstract": _clip(paper.abstract, "abstract"),
             "source": _clip(source, "source"),
+            "sources": list(dict.fromkeys([*(before.sources if before else []), source])),
             "sha256": sha,
             "n_chunks": len(body),
             "pages": _small_int(paper.pages, 16),
@@ -568,10 +760,9 @@ class PaperStore:
             existing = {int(r["id"]) for r in self._query(self.chunks_name, id_filter, ["id"])}
         # A fresh paper takes plain inserts (cheaper than upserts); a re-ingest upserts over its old rows.
         write: Callable[..., Any] = self._client.upsert if existing else self._client.insert
-        for start in range(0, len(chunks), self.write_batch):
+        for start in starts:
             batch = chunks[start : start + self.write_batch]
-            with self._failing(f"embedding chunks {start}..{start + len(batch) - 1}", doc_id):
-                vectors = self.embedder.embed_documents([c.index_text for c in batch])
+            vectors = staged.pop(start) if staged else embed(start)
             rows = [
                 {
                     "id": ids[start + i],
@@ -579,8 +770,8 @@ class PaperStore:
                     "title": title,
                     "conference_year": year,
                     "chunk_index": c.chunk_index,
-                    "text": _clip(c.text, "text"),
-                    "index_text": _clip(c.index_text, "index_text"),
+                    "text": texts[start + i][0],
+                    "index_text": texts[start + i][1],
                     "vector": vectors[i],
                     "section_title": _clip(c.section_title, "section_title"),
                     "parent_section": _clip(c.parent_section, "parent_section"),
@@ -594,8 +785,6 @@ class PaperStore:
             ]
             with self._failing(f"writing chunks {start}..{start + len(batch) - 1}", doc_id):
                 write(self.chunks_name, rows)
-            if on_batch is not None:
-                on_batch(start + len(batch), len(chunks))
         stale = sorted(existing - set(ids))
         with self._failing("removing stale chunks and marking the paper ready", doc_id):
             for start in range(0, len(stale), 1000):
@@ -628,13 +817,15 @@ class PaperStore:
     # --- reads -----------------------------------------------------------------------------
 
     def get_context_window(self, doc_id: str, center_chunk_index: int, window_size: int = 1) -> list[StoredChunk]:
-        """Body chunks center-window .. center+window of a paper, in order, clipped at its ends."""
+        """Body chunks center-window .. center+window of a ready paper, in order, clipped at its ends."""
         validate_doc_id(doc_id)
         if center_chunk_index < 0:
             raise ValueError(f"chunk_index must be >= 0, got {center_chunk_index}")
         if not 0 <= window_size <= 50:
             raise ValueError(f"window_size must be between 0 and 50, got {window_size}")
         lo, hi = max(0, center_chunk_index - window_size), center_chunk_index + window_size
+        if not self._is_ready(doc_id, "reading a context window"):
+            return []
         expr = and_exprs(
             f"doc_id == {quote_string(doc_id)}",
             'kind == "chunk"',
@@ -646,7 +837,7 @@ class PaperStore:
         return sorted((self._to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
 
     def get_section(self, doc_id: str, category: SectionCategory | str | int, max_tokens: int) -> list[StoredChunk]:
-        """The paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
+        """A ready paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
 
         The first chunk is always returned, even when it alone is longer than `max_tokens`.
         """
@@ -654,6 +845,8 @@ class PaperStore:
         cat = parse_category(category)
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if not self._is_ready(doc_id, f"reading the {cat.name} section"):
+            return []
         expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', f"section_category == {int(cat)}")
         with self._failing(f"reading the {cat.name} section", doc_id):
             rows = self._query(self.chunks_name, expr, _CHUNK_OUT)
@@ -715,10 +908,53 @@ class PaperStore:
         return self._to_paper(rows[0]) if rows else None
 
     def papers_from_source(self, source: str) -> list[PaperRecord]:
-        """Papers (ready or not) whose recorded source path is exactly `source`."""
+        """Papers (ready or not) that `source` (an escaped path, see paths.py) is one of the sources of."""
         with self._failing(f"looking up papers from {source}"):
-            rows = self._query(self.papers_name, f"source == {quote_string(_clip(source, 'source'))}", _PAPER_OUT)
+            rows = self._query(self.papers_name, f"json_contains(sources, {quote_string(source)})", _PAPER_OUT)
         return [self._to_paper(r) for r in rows]
+
+    def _update_paper(self, doc_id: str, what: str, **fields: Any) -> None:
+        """Rewrite some catalogue fields of a paper (Milvus upserts whole rows: read it, vector included)."""
+        with self._failing(what, doc_id):
+            rows = self._client.query(
+                self.papers_name,
+                filter=f"doc_id == {quote_string(doc_id)}",
+                output_fields=[*_PAPER_OUT, "vector"],
+                limit=1,
+                consistency_level=CONSISTENCY,
+            )
+            if rows:
+                self._client.upsert(self.papers_name, [{**rows[0], **fields}])
+
+    def set_sources(self, doc_id: str, sources: Sequence[str], source: str | None = None) -> None:
+        """Record the paths that hold a paper (and, if given, the one it was last seen at)."""
+        validate_doc_id(doc_id)
+        update: dict[str, Any] = {"sources": list(dict.fromkeys(sources))}
+        if source is not None:
+            update["source"] = _clip(source, "source")
+        self._update_paper(doc_id, "recording its source paths", **update)
+
+    def set_status(self, doc_id: str, status: Status) -> None:
+        """Mark a paper ready, ingesting or broken (what `check --repair` does when no file is left)."""
+        validate_doc_id(doc_id)
+        self._update_paper(doc_id, f"marking it {status}", status=status)
+
+    def chunk_inventory(self) -> dict[str, dict[str, list[int]]]:
+        """{doc_id: {kind: [chunk_index, ...]}} over every row of the chunks collection (for `check`)."""
+        with self._failing("reading the chunk inventory"):
+            rows = self._query(self.chunks_name, "", ["doc_id", "kind", "chunk_index"])
+        out: dict[str, dict[str, list[int]]] = {}
+        for r in rows:
+            out.setdefault(r["doc_id"], {}).setdefault(r["kind"], []).append(int(r["chunk_index"]))
+        return out
+
+    def delete_chunks_of(self, doc_id: str) -> int:
+        """Remove every chunk row of a doc_id, catalogue untouched (orphans); returns the rows removed."""
+        validate_doc_id(doc_id)
+        n = self.count_chunks(doc_id, kind=None)
+        with self._failing("deleting its chunks", doc_id):
+            self._client.delete(self.chunks_name, filter=f"doc_id == {quote_string(doc_id)}")
+        return n
 
     def get_paper_by_sha(self, sha256: str) -> PaperRecord | None:
         """The paper ingested from a file with this sha256 (a ready one first), or None.
@@ -762,21 +998,25 @@ class PaperStore:
     def search_dense(self, query: str, filter: SearchFilter | None = None, k: int = 10) -> list[StoredChunk]:
         """Nearest chunks by embedding (score = cosine similarity), ready papers only."""
         self._check_query(query, k)
-        expr = self._scoped(filter)
-        if expr is None:
-            return []
-        vector = self.embedder.embed_query(query)
-        return self._hits(self._search_chunks("dense search", vector, "vector", _dense_params(k), expr, k))
+        vector: list[float] = []
+
+        def run(expr: str) -> list[StoredChunk]:
+            nonlocal vector
+            vector = vector or self.embedder.embed_query(query)
+            return self._hits(self._search_chunks("dense search", vector, "vector", _dense_params(k), expr, k))
+
+        return self._ready_search("dense search", filter, run)
 
     def search_bm25(self, query: str, filter: SearchFilter | None = None, k: int = 10) -> list[StoredChunk]:
         """Best chunks by BM25 over index_text (Milvus' BM25 function), ready papers only."""
         self._check_query(query, k)
-        expr = self._scoped(filter)
-        if expr is None:
-            return []
-        result = self._search_chunks("BM25 search", query, "sparse", _bm25_params(), expr, k)
-        # BM25 scores are >= 0; Milvus Lite reports them negated, a server as they are.
-        return self._hits(result, abs)
+
+        def run(expr: str) -> list[StoredChunk]:
+            result = self._search_chunks("BM25 search", query, "sparse", _bm25_params(), expr, k)
+            # BM25 scores are >= 0; Milvus Lite reports them negated, a server as they are.
+            return self._hits(result, abs)
+
+        return self._ready_search("BM25 search", filter, run)
 
     def search_hybrid(
         self,
@@ -804,25 +1044,29 @@ class PaperStore:
             ranker = WeightedRanker(float(weights[0]), float(weights[1]), norm_score=True)
         else:
             raise ValueError(f"unknown fusion {fusion!r}; use 'rrf' or 'weighted'")
-        expr = self._scoped(filter)
-        if expr is None:
-            return []
         n = candidates or max(2 * k, 20)
-        vector = self.embedder.embed_query(query)
-        reqs = [
-            AnnSearchRequest(data=[vector], anns_field="vector", param=_dense_params(n), limit=n, expr=expr or None),
-            AnnSearchRequest(data=[query], anns_field="sparse", param=_bm25_params(), limit=n, expr=expr or None),
-        ]
-        with self._failing("hybrid search"):
-            result = self._client.hybrid_search(
-                self.chunks_name,
-                reqs,
-                ranker,
-                limit=k,
-                output_fields=_SEARCH_OUT,
-                consistency_level=CONSISTENCY,
-            )
-        return self._hits(result)
+        vector: list[float] = []
+
+        def run(expr: str) -> list[StoredChunk]:
+            nonlocal vector
+            vector = vector or self.embedder.embed_query(query)
+            where = expr or None
+            reqs = [
+                AnnSearchRequest(data=[vector], anns_field="vector", param=_dense_params(n), limit=n, expr=where),
+                AnnSearchRequest(data=[query], anns_field="sparse", param=_bm25_params(), limit=n, expr=where),
+            ]
+            with self._failing("hybrid search"):
+                result = self._client.hybrid_search(
+                    self.chunks_name,
+                    reqs,
+                    ranker,
+                    limit=k,
+                    output_fields=_SEARCH_OUT,
+                    consistency_level=CONSISTENCY,
+                )
+            return self._hits(result)
+
+        return self._ready_search("hybrid search", filter, run)
 
     def search_papers(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[PaperRecord]:
         """Ready papers whose title + abstract are nearest the query (score = cosine similarity)."""

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from paperscope.agent.answer import Answer
-from paperscope.agent.extractive import HEADER, sentences
+from paperscope.agent.extractive import HEADER, sentences, strip_references
 from paperscope.agent.pipeline import Searcher
 from paperscope.config import Settings
 from paperscope.rag.adapters import PaperscopeRetriever
@@ -43,7 +43,8 @@ def assert_extracts_are_cited(answer: Answer) -> None:
     for line in lines:
         m = re.fullmatch(r"- (.+) \[(\d+)\]", line)
         assert m, line
-        assert m.group(1) in " ".join(by_n[int(m.group(2))].text.split())
+        # The paper's own reference numbers ("[12]") are stripped from what is quoted.
+        assert m.group(1) in strip_references(" ".join(by_n[int(m.group(2))].text.split()))
 
 
 def test_a_question_naming_a_paper_stays_inside_it(searcher: Searcher, sample_doc_ids: dict[str, str]) -> None:
@@ -145,6 +146,12 @@ def test_an_empty_knowledge_base_says_so(tmp_path: Path, local_embedder: CachedE
     with PaperStore.open(Settings(home=tmp_path), local_embedder) as store:
         answer = Searcher(store).answer("What is retrieval?")
     assert not answer.sources and not answer.supported and "knowledge base is empty" in answer.answer
+
+
+@pytest.mark.parametrize("question", ["?!", "...", " — ", "？！", ""])
+def test_a_question_without_words_is_refused(searcher: Searcher, question: str) -> None:
+    with pytest.raises(ValueError, match=r"the question (has no words|is empty)"):
+        searcher.answer(question)
 
 
 @pytest.mark.parametrize("name", sorted(RETRIEVERS))

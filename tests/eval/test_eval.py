@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,13 @@ def test_ranking_metrics() -> None:
     ideal = 1 + 1 / 1.584962500721156
     assert metrics.ndcg_at_k(texts, evidence) == pytest.approx((1 / 1.584962500721156 + 0.5) / ideal)
     assert metrics.ndcg_at_k(["answer is 42", "7 apples"], evidence) == pytest.approx(1.0)
+    # More matching passages than evidence strings: still at most 1, and 1 only when they all lead.
+    many = ["the answer is 42 again", "the answer is 42", "noise", "so the answer is 42"]
+    assert metrics.ndcg_at_k(many, ["answer is 42"]) == pytest.approx(
+        (1 + 1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3) + 1 / math.log2(4))
+    )
+    assert metrics.ndcg_at_k(many[:2], ["answer is 42"]) == pytest.approx(1.0)
+    assert all(0 <= metrics.ndcg_at_k(many[i:], ["answer is 42"], k) <= 1 for i in range(4) for k in (1, 2, 10))
     assert metrics.precision(["METHOD", "EVALUATION"], ["METHOD"]) == 0.5
     assert metrics.coverage("It uses 1.2 million queries", ["1.2 million", "GPUs"]) == 0.5
 
@@ -69,6 +77,9 @@ def test_bad_query_files_name_the_file_and_line(tmp_path: Path) -> None:
     yml = tmp_path / "q.yaml"
     yml.write_text("- id: y1\n  query: What is FlashRank?\n  expected_track: A\n")
     assert load_queries(yml)[0].expected_track == "A"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+    with pytest.raises(ConfigError, match=r"q.jsonl: not a UTF-8 text file \(byte 0 is 0x89\)"):
+        load_queries(bad)
 
 
 def test_eval_no_agent_on_the_sample_corpus_meets_the_floors(

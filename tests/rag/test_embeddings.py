@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from functools import cache
@@ -234,3 +236,74 @@ def test_openai_declared_dim_needs_no_probe_and_is_checked(openai_server: Any) -
     wrong = make_embedder("openai:fake-embed@16")
     with pytest.raises(ConfigError, match="dim 8, expected 16"):
         wrong.embed_documents(["x"])
+
+
+# --- a broken disk cache ----------------------------------------------------------------------------
+
+
+def test_the_disk_cache_is_opened_only_when_something_is_embedded(tmp_path: Path) -> None:
+    emb = make_embedder("local", cache_dir=tmp_path / "cache")
+    assert emb.dim == LOCAL_MODEL_DIM and emb.name == LOCAL_MODEL_NAME
+    assert not (tmp_path / "cache").exists()  # listing papers, opening a store: no cache needed
+    emb.embed_documents(["now it is needed"])
+    assert (tmp_path / "cache" / "embeddings.sqlite").is_file()
+    emb.close()
+
+
+def test_a_damaged_cache_file_is_moved_aside_and_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "embeddings.sqlite").write_bytes(b"this is not an sqlite database " * 200)
+    emb = make_embedder("local", cache_dir=tmp_path)
+    assert emb.embed_documents(["after the damage"])[0]
+    emb.close()
+    [warning] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert "embeddings.sqlite was damaged" in warning and "starting afresh" in warning
+    assert [p.name.split("-")[0] for p in tmp_path.glob("embeddings.sqlite.damaged-*")] == ["embeddings.sqlite.damaged"]
+    again = make_embedder("local", cache_dir=tmp_path)
+    again.embed_documents(["after the damage"])
+    assert again.cache_hits == 1  # the new cache works
+    again.close()
+
+
+def test_a_cache_that_cannot_be_opened_is_bypassed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "embeddings.sqlite").mkdir()  # a directory where the file should be
+    emb = make_embedder("local", cache_dir=tmp_path)
+    assert len(emb.embed_documents(["still embedded", "twice"])) == 2
+    assert len(emb.embed_documents(["still embedded"])[0]) == LOCAL_MODEL_DIM  # the memory cache still works
+    emb.close()
+    assert sum("cannot be used" in r.getMessage() for r in caplog.records) == 1  # one warning, not one per call
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache directory should be")
+    emb = make_embedder("local", cache_dir=blocked / "cache")
+    assert emb.embed_documents(["no cache directory"])
+    assert any("cannot be created" in r.getMessage() for r in caplog.records)
+
+
+def test_a_cache_failing_mid_run_is_bypassed_for_the_rest_of_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    emb = make_embedder("local", cache_dir=tmp_path)
+    emb.embed_documents(["first text"])
+    with sqlite3.connect(tmp_path / "embeddings.sqlite") as other:  # someone else breaks the cache under us
+        other.execute("DROP TABLE vectors")
+    assert len(emb.embed_documents(["second text", "third text"])) == 2
+    assert len(emb.embed_documents(["fourth text"])) == 1
+    emb.close()
+    messages = [r.getMessage() for r in caplog.records if "embedding cache" in r.getMessage()]
+    assert len(messages) == 1 and "cannot read" in messages[0] and "not caching on disk" in messages[0]
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes to read-only files anyway")
+def test_a_read_only_cache_is_bypassed(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    first = make_embedder("local", cache_dir=tmp_path)
+    first.embed_documents(["cached once"])
+    first.close()
+    for p in tmp_path.iterdir():
+        p.chmod(0o444)
+    tmp_path.chmod(0o555)
+    try:
+        emb = make_embedder("local", cache_dir=tmp_path)
+        assert emb.embed_documents(["cached once", "new text"])
+        emb.close()
+        assert any("embedding cache" in r.getMessage() for r in caplog.records)
+    finally:
+        tmp_path.chmod(0o755)

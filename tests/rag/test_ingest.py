@@ -8,13 +8,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 
 from paperscope.config import Settings
+from paperscope.parser import parse_file
+from paperscope.rag.chunking import chunk_paper
 from paperscope.rag.embeddings import CachedEmbedder, make_embedder
 from paperscope.rag.filters import SearchFilter
-from paperscope.rag.ingest import FileResult, doc_id_for, file_sha256, ingest
+from paperscope.rag.ingest import FileResult, IngestInterrupted, doc_id_for, file_sha256, ingest
+from paperscope.rag.paths import unescape_path
 from paperscope.rag.store import PaperStore
+from tests.markdown_papers import markdown as paper_markdown
 
 PAPERS = ("flashrank", "quantkv", "hydra")
 
@@ -204,3 +209,152 @@ def test_markdown_and_text_files_go_in(store: PaperStore, sample_sources: list[P
     report = ingest([md], store.settings, store)
     assert report.files[0].status == "ingested"
     assert_consistent(store)
+
+
+# --- hardening: crashes, shared paths, forced re-ingests, odd files ----------------------------------
+
+
+def small_paper(title: str, topic: str) -> str:
+    """A short Markdown paper (two or three chunks): cheap to embed."""
+    return paper_markdown(
+        title,
+        2024,
+        [
+            ("## Abstract", [f"We study {topic} and report what we found about {topic} in several experiments."]),
+            ("## 1 Method", [f"Our method for {topic} is simple: measure, compare and write down the numbers."]),
+        ],
+    )
+
+
+def test_a_crash_between_storing_a_new_version_and_removing_the_old_one_is_repaired(
+    store: PaperStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "draft.md"
+    path.write_text(small_paper("Old Draft About Glaciers", "glacier melt"))
+    [old] = ingest([path], store.settings, store).files
+    path.write_text(small_paper("New Draft About Volcanoes", "volcano ash"))
+    # What a process killed half-way through the replace leaves: the new version stored, the old one not removed.
+    paper = parse_file(path)
+    chunks = chunk_paper(paper, store.embedder.token_counter)
+    new_id = doc_id_for(file_sha256(path))
+    store.insert_paper_chunks(paper, chunks, new_id, file_sha256(path), str(path.resolve()))
+    assert {p.doc_id for p in store.list_papers()} == {old.doc_id, new_id}
+
+    [repaired] = ingest([path], store.settings, store).files
+    assert repaired.status == "replaced" and repaired.replaced == [old.doc_id] and repaired.chunks == 0
+    assert [p.doc_id for p in store.list_papers()] == [new_id]
+    assert store.count_chunks(old.doc_id, kind=None) == 0
+    assert_consistent(store)
+
+
+def test_a_paper_held_by_two_paths_stays_while_one_of_them_holds_it(store: PaperStore, tmp_path: Path) -> None:
+    first, second = tmp_path / "a" / "paper.md", tmp_path / "b" / "copy.md"
+    for p in (first, second):
+        p.parent.mkdir()
+        p.write_text(small_paper("Shared Paper On Tides", "tidal energy"))
+    report = ingest([first, second], store.settings, store)
+    assert [f.status for f in report.files] == ["ingested", "unchanged"]
+    shared = report.files[0].doc_id
+    assert store.get_paper(shared).sources == [str(first), str(second)]  # type: ignore[union-attr]
+
+    first.write_text(small_paper("Another Paper On Wind", "wind farms"))
+    [changed] = ingest([first], store.settings, store).files
+    assert changed.status == "ingested" and changed.replaced == []  # the copy still holds the shared paper
+    kept = store.get_paper(shared)
+    assert kept is not None and kept.ready and kept.sources == [str(second)] and kept.source == str(second)
+    assert {h.doc_id for h in store.search_bm25("tidal energy", k=5)} == {shared}
+
+    second.write_text(small_paper("A Third Paper On Rain", "rainfall"))
+    [last] = ingest([second], store.settings, store).files
+    assert last.status == "replaced" and last.replaced == [shared]  # no path holds it any more
+    assert store.get_paper(shared) is None
+    assert_consistent(store)
+
+
+def test_a_failing_forced_reingest_leaves_the_old_version_visible(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home", embedding={"batch_size": 2})
+    path = tmp_path / "paper.md"
+    path.write_text(small_paper("Forced Paper On Coral", "coral bleaching"))
+    with PaperStore.open(settings, embedder()) as store:
+        [done] = ingest([path], settings, store).files
+        before = store.get_chunks(done.doc_id)
+    # Call 1 embeds title + abstract, call 2 the first batch: fail there (an unwritable cache, a dead endpoint).
+    failing = Interrupting(embedder(), 2, RuntimeError("the embedding cache is read-only"))
+    with PaperStore.open(settings, failing) as store:  # type: ignore[arg-type]
+        [forced] = ingest([path], settings, store, force=True).files
+        assert forced.status == "failed" and "read-only" in (forced.error or "")
+        paper = store.get_paper(done.doc_id)
+        assert paper is not None and paper.ready
+        assert [c.text for c in store.get_chunks(done.doc_id)] == [c.text for c in before]
+        assert store.search_hybrid("coral bleaching", k=3)[0].doc_id == done.doc_id
+
+
+def test_a_pdf_over_the_page_limit_fails_alone_and_the_batch_goes_on(store: PaperStore, tmp_path: Path) -> None:
+    big = tmp_path / "big.pdf"
+    doc = pymupdf.open()
+    for _ in range(501):
+        doc.new_page()
+    doc.save(big)
+    doc.close()
+    good = tmp_path / "good.md"
+    good.write_text(small_paper("A Good Paper On Soil", "soil carbon"))
+    results = by_name(ingest([big, good], store.settings, store).files)
+    assert results["big.pdf"].status == "failed"
+    assert results["big.pdf"].error == "big.pdf: too many pages (501 > 500)"
+    assert results["good.md"].status == "ingested"
+
+
+def test_readme_and_license_files_in_a_folder_are_skipped_unless_named(store: PaperStore, tmp_path: Path) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "paper.md").write_text(small_paper("A Paper On Bees", "bee colonies"))
+    for name in ("README.md", "LICENSE.txt", "CHANGELOG.md", "readme.markdown"):
+        (folder / name).write_text("# Project notes\n\nThis file describes the project and is not a paper at all.\n")
+    report = ingest([folder], store.settings, store)
+    assert [Path(f.path).name for f in report.files] == ["paper.md"]
+    assert sorted(Path(p).name for p in report.skipped) == [
+        "CHANGELOG.md",
+        "LICENSE.txt",
+        "README.md",
+        "readme.markdown",
+    ]
+    [named] = ingest([folder / "README.md"], store.settings, store).files
+    assert named.status == "ingested"
+
+
+def test_a_file_name_with_control_characters_is_stored_escaped(store: PaperStore, tmp_path: Path) -> None:
+    path = tmp_path / "bad\x1b[31mname\x07.md"
+    path.write_text(small_paper("A Paper With A Strange Name", "file names"))
+    [result] = ingest([path], store.settings, store).files
+    assert result.status == "ingested", result.error
+    escaped = str(tmp_path / "bad\\x1b[31mname\\x07.md")
+    assert result.path == escaped
+    assert store.get_paper(result.doc_id).sources == [escaped]  # type: ignore[arg-type,union-attr]
+    assert unescape_path(escaped) == path
+    [again] = ingest([path], store.settings, store).files  # found again by its stored name
+    assert again.status == "unchanged"
+
+
+def test_ctrl_c_reports_what_was_kept(store: PaperStore, tmp_path: Path) -> None:
+    files = []
+    for i, topic in enumerate(["owls", "moths"]):
+        files.append(tmp_path / f"{i}.md")
+        files[-1].write_text(small_paper(f"A Paper On {topic.title()}", topic))
+    interrupting = Interrupting(store.embedder, 3, KeyboardInterrupt())  # type: ignore[arg-type]
+    # Two embed calls per small paper: the third is the second paper's title + abstract.
+    store.embedder = interrupting  # type: ignore[assignment]
+    with pytest.raises(IngestInterrupted) as stop:
+        ingest(files, store.settings, store)
+    assert [f.status for f in stop.value.report.files] == ["ingested"]
+    assert stop.value.current == str(files[1])
+    assert isinstance(stop.value, KeyboardInterrupt)  # callers that catch Ctrl-C still do
+
+
+def test_a_title_longer_than_the_store_keeps_is_cut_with_a_warning(store: PaperStore, tmp_path: Path) -> None:
+    path = tmp_path / "long-title.md"
+    title = "A Very Long Title " * 150  # 2,700 bytes: over the 2,048 the catalogue keeps
+    path.write_text(small_paper(title.strip(), "long titles"))
+    [result] = ingest([path], store.settings, store).files
+    assert result.status == "ingested"
+    assert result.warnings == ["long-title.md: the title is longer than the store keeps (2,048 bytes); it was cut"]
+    assert len(store.get_paper(result.doc_id).title.encode()) <= 2048  # type: ignore[arg-type,union-attr]

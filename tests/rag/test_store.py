@@ -881,3 +881,127 @@ def test_lite_file_lives_in_home_and_persists(tmp_path: Path) -> None:
 def test_bad_uri_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="neither"):
         PaperStore(Settings(home=tmp_path, store={"uri": "ftp://example"}), embedder())
+
+
+# --- hardening --------------------------------------------------------------------------------------------
+
+
+def test_orphan_chunks_never_come_back_from_a_search_or_a_read(store: PaperStore) -> None:
+    """Chunks whose paper has no catalogue row (what a crash or a bug can leave) are invisible, and k holds."""
+    orphan = doc_id("orphan-glacier")
+    store.insert_paper_chunks(
+        parsed("glacier"), chunks_of("glacier", store.embedder.token_counter), orphan, sha("orphan"), "o.md"
+    )
+    store.client.delete(store.papers_name, filter=f'doc_id == "{orphan}"')  # the catalogue row is gone
+    try:
+        assert store.count_chunks(orphan) > 0
+        for method in SEARCHES:
+            hits = getattr(store, method)("GLACIOMELT-ZX9 glacier melt sensor", None, 3)
+            assert all(h.doc_id != orphan for h in hits), method
+            assert getattr(store, method)("glacier melt", SearchFilter(doc_ids=[orphan]), 5) == []
+        assert len(store.search_dense("GLACIOMELT-ZX9 glacier melt sensor", k=3)) == 3  # searched past it
+        assert store.get_context_window(orphan, 1, 1) == []
+        assert store.get_section(orphan, "ABSTRACT", 500) == []
+        assert all(p.doc_id != orphan for p in store.search_papers("glacier melt forecasting", k=10))
+    finally:
+        store.delete_chunks_of(orphan)
+
+
+def test_reads_by_doc_id_skip_a_paper_that_is_not_ready(store: PaperStore) -> None:
+    did = doc_id("reef")
+    store.set_status(did, "ingesting")
+    try:
+        assert store.get_context_window(did, 1, 1) == []
+        assert store.get_section(did, "ABSTRACT", 500) == []
+    finally:
+        store.set_status(did, "ready")
+    assert store.get_context_window(did, 1, 1)
+
+
+def test_a_text_over_the_varchar_limit_is_refused_not_cut(store: PaperStore) -> None:
+    chunks = chunks_of("traffic", store.embedder.token_counter)
+    huge = "signal " * 10_000  # 70,000 bytes
+    chunks[2] = chunks[2].model_copy(update={"text": huge, "index_text": huge})
+    did = doc_id("huge")
+    with pytest.raises(StoreError, match=r"paper .+: chunk 2 .+text is 70,000 bytes, over Milvus' 65,535-byte limit"):
+        store.insert_paper_chunks(parsed("traffic"), chunks, did, sha("huge"), "huge.md")
+    assert store.get_paper(did) is None and store.count_chunks(did, kind=None) == 0  # nothing written
+
+
+def test_a_catalogue_of_schema_1_gains_its_sources(tmp_path: Path) -> None:
+    """A knowledge base built before `sources` existed is migrated on open, every row kept."""
+    from pymilvus import DataType, MilvusClient
+
+    settings = Settings(home=tmp_path)
+    path = str((tmp_path / "milvus.db").resolve())
+    client = MilvusClient(path)
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    for name, dtype in PAPER_FIELDS.items():
+        if name == "sources":
+            continue
+        if dtype == DataType.VARCHAR:
+            schema.add_field(name, dtype, max_length=4096, is_primary=name == "doc_id")
+        elif dtype == DataType.FLOAT_VECTOR:
+            schema.add_field(name, dtype, dim=384)
+        else:
+            schema.add_field(name, dtype)
+    index = MilvusClient.prepare_index_params()
+    index.add_index("vector", index_type="HNSW", metric_type="COSINE")
+    props = {"paperscope.embedder": "local:all-MiniLM-L6-v2", "paperscope.dim": "384", "paperscope.schema": "1"}
+    client.create_collection("papers_papers", schema=schema, index_params=index, properties=props)
+    row = dict(
+        doc_id=doc_id("old"), title="An Old Paper", authors=[], year=2020, abstract="", source="/x.pdf",
+        sha256=sha("old"), n_chunks=0, pages=1, sections=[], status="ready", ingested_at=1, vector=[1.0] + [0.0] * 383,
+    )  # fmt: skip
+    client.insert("papers_papers", [row])
+    client.close()
+    with PaperStore(settings, embedder()) as store:
+        [paper] = store.list_papers()
+        assert (paper.doc_id, paper.title, paper.sources) == (doc_id("old"), "An Old Paper", ["/x.pdf"])
+        assert "sources" in _fields(store, store.papers_name)
+        assert store.papers_from_source("/x.pdf")[0].doc_id == doc_id("old")
+
+
+def test_reading_never_creates_a_knowledge_base(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    with pytest.raises(StoreError, match="knowledge base 'papers' does not exist: there is no store at"):
+        PaperStore(settings, embedder(), create=False)
+    assert not (tmp_path / "home").exists()
+    PaperStore(settings, embedder()).close()  # ingest creates it
+    typo = settings.with_overrides(store={"kb": "typo"})
+    with pytest.raises(StoreError, match=r"knowledge base 'typo' does not exist \(existing: 'papers'\)"):
+        PaperStore(typo, embedder(), create=False)
+    with PaperStore(settings, embedder(), create=False) as store:
+        assert store.client.list_collections() == ["papers_chunks", "papers_papers"]  # nothing was added
+
+
+def test_a_damaged_lite_file_is_not_blamed_on_another_process(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path)
+    PaperStore(settings, embedder()).close()
+    data = tmp_path / "milvus.db"
+    for manifest in (data / "collections" / "papers_chunks").glob("manifest.json*"):
+        manifest.write_text("garbage")
+    with pytest.raises(StoreError, match=r"papers_chunks.+; the Milvus Lite data at .+ looks damaged: move it aside"):
+        PaperStore(settings, embedder())
+    shutil.rmtree(data / "collections")
+    (data / "collections").write_text("not a directory")
+    with pytest.raises(StoreError) as err:
+        PaperStore(settings, embedder())
+    assert "is damaged; move it aside" in str(err.value) and "another process" not in str(err.value)
+
+    (data / "collections").unlink()
+    (data / "collections").mkdir()
+    import fcntl
+
+    with (data / "LOCK").open("rb") as held:  # another holder of the lock, as a second paperscope would be
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(StoreError, match="another process is using this Milvus Lite file"):
+            PaperStore(settings, embedder())
+
+
+def test_a_file_where_the_lite_directory_should_be_is_explained(tmp_path: Path) -> None:
+    (tmp_path / "milvus.db").write_text("an old single-file store")
+    with pytest.raises(StoreError, match="is not a Milvus Lite data directory"):
+        PaperStore(Settings(home=tmp_path), embedder())
+    with pytest.raises(StoreError, match=r"name must end in \.db"):
+        PaperStore(Settings(home=tmp_path, store={"uri": str(tmp_path / "kbdir")}), embedder())

@@ -1,0 +1,69 @@
+"""The one way text from documents, models and users reaches the terminal.
+
+Titles, chunk texts, answers, file names, questions and error messages can carry Rich markup
+("[link=...]", "[/i]"), terminal escape sequences (clear screen, window title, OSC 8 hyperlinks,
+colours) and bidi overrides that reorder what the reader sees. Every command prints such text
+through this module:
+
+- `clean`: C0 and C1 control characters (except newline and tab), DEL, bidi overrides and isolates
+  and lone surrogates are shown visibly (`\\x1b`, `\\u202e`), so the terminal never acts on them;
+- `markup`: `clean`, then Rich markup escaped, for splicing into our own markup strings;
+- `text`: a Rich `Text`, never parsed as markup;
+- `answer`: an answer as a renderable: extracted document text as plain text, a model's answer as
+  Markdown with links shown as "text (url)" and images as their alt text, never a live link;
+- `json_text`: JSON for stdout with the characters JSON leaves raw (C1, bidi) escaped as `\\uXXXX`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.console import Console, RenderableType
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.text import Text
+
+__all__ = ["answer", "clean", "json_text", "make_console", "markup", "text"]
+
+# C0 but \t and \n, DEL and C1, bidi embeddings/overrides (U+202A-202E) and isolates (U+2066-2069),
+# and lone surrogates (undecodable bytes of a file name), which no terminal encoding can print.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# What json.dumps(ensure_ascii=False) leaves raw inside strings: DEL, C1, bidi, lone surrogates.
+_JSON_RAW = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(value: object) -> str:
+    """`value` as text with every control, bidi and undecodable character shown as an escape."""
+    return _UNSAFE.sub(_visible, str(value))
+
+
+def markup(value: object) -> str:
+    """`value` cleaned and markup-escaped: safe inside a Rich markup string."""
+    return escape(clean(value))
+
+
+def text(value: object, style: str = "") -> Text:
+    """`value` cleaned, as a Rich Text (a table cell, a line): never read as markup."""
+    return Text(clean(value), style=style)
+
+
+def answer(body: str, *, extractive: bool) -> RenderableType:
+    """An answer to print: extracted document text as it is, a model's Markdown without live links."""
+    if extractive:
+        return text(body)
+    return Markdown(clean(body), hyperlinks=False)
+
+
+def json_text(data: str) -> str:
+    """JSON text with C1 controls and bidi characters escaped (JSON encoders escape only C0)."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group(0)):04x}", data)
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A console for paperscope's own markup: no emoji codes or automatic highlighting of our output."""
+    return Console(stderr=stderr, emoji=False, highlight=False)

@@ -1,0 +1,232 @@
+"""Hostile text from documents, models and users reaches the terminal only through paperscope.terminal.
+
+The end-to-end tests run every command over a paper whose title and text carry Rich markup, escape
+sequences (clear screen, window title, OSC 8 hyperlinks, colours), C1 controls and bidi overrides:
+once on a real terminal (a pty, in a subprocess) and once piped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from paperscope import terminal
+from paperscope.cli import app
+
+ESC = "\x1b"
+# What a document may try: a window title (OSC 0), a hidden hyperlink (OSC 8), clear screen, colours,
+# an 8-bit CSI, a bidi override, Rich markup that would close a tag never opened or add a link.
+TITLE = (
+    f"Dense [/i] Study {ESC}]0;pwned\x07 {ESC}]8;;https://osc.example/{ESC}\\click{ESC}]8;;{ESC}\\ "
+    f"[link=https://x.example]Hidden[/link] {ESC}[2J{ESC}[38;5;196mred \u202eevil\u202c \x9b5m end"
+)
+BODY = (
+    f"Dense retrieval encodes queries and passages as vectors {ESC}[2J{ESC}]8;;https://osc.example/{ESC}\\here"
+    f"{ESC}]8;;{ESC}\\ with [link=https://x.example]markup[/link] and a [model card](https://evil.example/card) "
+    "and ![diagram](https://evil.example/x.png) \u202eevil\u202c."
+)
+# Byte sequences that must never reach a terminal from a document.
+FORBIDDEN = [b"\x1b]", b"\x1b[2J", b"\x1b[38;5;196m", b"\x07", "\x9b".encode(), "\u202e".encode()]
+
+
+def hostile_paper(folder: Path) -> Path:
+    """A Markdown paper with the hostile title and text, in a folder whose name holds `[i]`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "hostile.md"
+    intro = "Dense retrieval [1] finds passages by meaning [2, 5], unlike sparse retrieval [12–14] over words."
+    path.write_text(
+        f"# {TITLE}\n\n## Abstract\n\n{BODY}\n\n## 1 Introduction\n\n{intro}\n\n"
+        "## 2 Method\n\nWe encode passages with a dual encoder trained on question answer pairs.\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def gold_file(folder: Path) -> Path:
+    """Gold queries with a hostile id and a question that fails (only punctuation), so eval prints an error."""
+    path = folder / "gold.jsonl"
+    rows = [
+        {"id": f"q[/i]{ESC}[2J", "query": "How does dense retrieval work?", "expected_titles": [TITLE]},
+        {"id": f"bad[/i]{ESC}]0;x\x07", "query": "?!"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+# --- the module -----------------------------------------------------------------------------------------
+
+
+def _render(renderable: object, terminal_codes: bool) -> str:
+    out = io.StringIO()
+    Console(file=out, force_terminal=terminal_codes, width=200, highlight=False).print(renderable)
+    return out.getvalue()
+
+
+def test_clean_shows_controls_and_bidi_visibly_and_keeps_newlines_and_tabs() -> None:
+    assert (
+        terminal.clean(f"a{ESC}[2Jb\tc\nd\x9be\u202ef\u2066g\x7f\x00")
+        == "a\\x1b[2Jb\tc\nd\\x9be\\u202ef\\u2066g\\x7f\\x00"
+    )
+    assert terminal.clean("café – 数据 [1]") == "café – 数据 [1]"  # ordinary text is untouched
+    assert terminal.clean("name\udcff.pdf") == "name\\udcff.pdf"  # an undecodable byte of a file name
+
+
+def test_markup_is_printed_literally() -> None:
+    text = _render(f"[bold]{terminal.markup('[/i] [link=https://x.example]x[/link]')}[/bold]", terminal_codes=True)
+    assert "[/i] [link=https://x.example]x[/link]" in text and "\x1b]8" not in text
+
+
+def test_a_model_answer_shows_links_as_text_and_never_as_hyperlinks() -> None:
+    body = "See the [model card](https://evil.example/card) and ![diagram](https://evil.example/x.png) **now** [1]."
+    text = _render(terminal.answer(body, extractive=False), terminal_codes=False)
+    assert "model card (https://evil.example/card)" in text and "now [1]." in text  # the URL is shown
+    assert "diagram" in text and "](" not in text  # the image is its alt text; Markdown is rendered
+    codes = _render(terminal.answer(body, extractive=False), terminal_codes=True)
+    assert "\x1b]8" not in codes and "\x1b[" in codes  # styled, but no live link (OSC 8), not even the image
+
+
+def test_extracted_document_text_is_not_rendered_as_markdown() -> None:
+    text = _render(terminal.answer("a [card](https://e.x/c) **b**", extractive=True), terminal_codes=True)
+    assert "a [card](https://e.x/c) **b**" in text and "\x1b]8" not in text
+
+
+def test_json_text_escapes_what_json_leaves_raw() -> None:
+    data = json.dumps({"t": "a\x9bb\u202ec\udcffd"}, ensure_ascii=False)
+    safe = terminal.json_text(data)
+    assert json.loads(safe) == {"t": "a\x9bb\u202ec\udcffd"}
+    assert "\x9b" not in safe and "\u202e" not in safe
+
+
+# --- every command, piped -------------------------------------------------------------------------------
+
+
+def test_every_command_prints_hostile_text_literally_when_piped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MILVUS_URI", raising=False)
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    monkeypatch.setenv("COLUMNS", "400")  # wide enough that no checked string is wrapped
+    folder = tmp_path / "lib[i]"
+    paper = hostile_paper(folder)
+    runner = CliRunner()
+
+    def run(*args: str, code: int = 0, stdin: str | None = None) -> str:
+        result = runner.invoke(app, list(args), input=stdin)
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+        assert result.exit_code == code, (args, result.stdout, result.stderr)
+        out = result.stdout + result.stderr
+        for bad in FORBIDDEN:
+            assert bad.decode() not in out, (args, bad)
+        return out
+
+    out = run("ingest", str(folder), str(folder / "missing.pdf"), code=1)
+    assert "Dense [/i] Study \\x1b]0;pwned\\x07" in out and "[link=https://x.example]Hidden[/link]" in out
+    assert "lib[i]/missing.pdf: no such file" in out
+    listed = run("papers")
+    assert "Dense [/i] Study" in listed and "\\x1b[2J" in listed and "\\u202eevil" in listed
+    doc_id = json.loads(run("papers", "--json"))[0]["doc_id"]
+    answer = run("ask", "Does dense retrieval encode queries and passages as vectors?", "--no-agent")
+    assert "[link=https://x.example]markup[/link]" in answer and "[1]" in answer
+    assert "[model card](https://evil.example/card)" in answer  # document text: shown as written
+    assert "[2, 5]" not in answer and "[12–14]" not in answer  # the paper's own reference numbers are gone
+    chat = run(
+        "chat",
+        "--no-agent",
+        stdin="Does dense retrieval encode queries and passages as vectors?\n/sources 1\n/papers\n/quit\n",
+    )
+    assert "Dense [/i] Study" in chat and "with [link=https://x.example]markup[/link]" in chat
+    evaluated = run("eval", str(gold_file(tmp_path)), "--no-agent", code=1)
+    assert "bad[/i]\\x1b]0;x\\x07" in evaluated and "no words" in evaluated
+    narrow = runner.invoke(app, ["eval", str(gold_file(tmp_path)), "--no-agent"], env={"COLUMNS": "60"}).stdout
+    overall = next(line for line in narrow.splitlines() if "overall" in line)
+    assert "…" not in overall and "1.000" in overall  # piped: no column squeezed away
+    assert "Dense [/i] Study" in run("parse", str(paper))
+    assert "invalid doc_id '[/i]'" in run("remove", "[/i]", code=1)
+    assert "unknown section category '[/i]'" in run("ask", "x", "--section", "[/i]", code=1)
+    assert "invalid doc_id '[/i]'" in run("ask", "x", "--paper", "[/i]", code=1)
+    assert "Dense [/i] Study" in run("remove", doc_id[:8])
+
+
+# --- every command, on a real terminal ------------------------------------------------------------------
+
+# One process runs the commands one after another with stdin, stdout and stderr on a pty: one model load.
+DRIVER = """
+import sys
+from paperscope.cli import app
+for args in COMMANDS:
+    print("<<run " + args[0] + ">>", flush=True)
+    try:
+        app(args)
+    except SystemExit as exc:
+        print("<<rc=%s>>" % (exc.code or 0), flush=True)
+"""
+
+
+def _run_on_pty(commands: list[list[str]], stdin: str, env: dict[str, str]) -> bytes:
+    master, slave = pty.openpty()
+    code = f"COMMANDS = {commands!r}\n{DRIVER}"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
+    )
+    os.close(slave)
+    os.write(master, stdin.encode())  # typed ahead: the chat reads it when its turn comes
+    out = bytearray()
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 240)
+            if not ready:
+                raise AssertionError(f"no output for 240 s; so far: {bytes(out[-2000:])!r}")
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            out.extend(chunk)
+    finally:
+        proc.wait(timeout=60)
+        os.close(master)
+    return bytes(out)
+
+
+def test_every_command_on_a_real_terminal_writes_no_document_control_sequence(tmp_path: Path) -> None:
+    folder = tmp_path / "lib[i]"
+    paper = hostile_paper(folder)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERSCOPE_", "MILVUS_", "OPENAI_"))}
+    env.update(PAPERSCOPE_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="250", LINES="40")
+    question = "Does dense retrieval encode queries and passages as vectors?"
+    commands = [
+        ["ingest", str(folder), str(folder / "missing.pdf")],
+        ["papers"],
+        ["ask", question, "--no-agent"],
+        ["chat", "--no-agent"],
+        ["eval", str(gold_file(tmp_path)), "--no-agent"],
+        ["parse", str(paper)],
+        ["remove", "[/i]"],
+        ["ask", "x", "--section", "[/i]"],
+    ]
+    out = _run_on_pty(commands, f"{question}\n/sources 1\n/papers\n/quit\n", env)
+    text = out.decode("utf-8", errors="replace")
+    assert "Traceback" not in text, text[-3000:]
+    for bad in FORBIDDEN:
+        assert bad not in out, (bad, text[-3000:])
+    codes = re.findall(r"<<rc=(\d+)>>", text)
+    assert codes == ["1", "0", "0", "0", "1", "0", "1", "1"], text[-3000:]
+    assert "\x1b[" in text  # it is a terminal: Rich writes its own colours...
+    assert text.count("Dense [/i] Study") >= 4  # ...and the title, literally, in ingest, papers, ask and chat
+    assert "\\x1b]0;pwned\\x07" in text and "\\u202eevil" in text  # controls shown, not obeyed
+    assert "[link=https://x.example]" in text
+    assert "lib[i]/missing.pdf: no such file" in text  # the path, literally, in the failed row
+    assert "unknown section category '[/i]'" in text and "invalid doc_id '[/i]'" in text
