@@ -129,7 +129,7 @@ def _print_sources(answer: Answer, console: Console) -> None:
     for s in answer.sources:
         # soft_wrap: the terminal wraps; the citation id stays whole for copying
         console.print(source_line(s), highlight=False, soft_wrap=True)
-    track = "one paper" if answer.track == "A" else "across papers"
+    track = answer.track_label
     total = answer.timings.get("total")
     took = f" · {total:.2f} s" if total is not None else ""
     console.print(f"[dim]Track {answer.track} · {track}{took}[/dim]", highlight=False)

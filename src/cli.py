@@ -327,6 +327,9 @@ def papers(
             "n_chunks": r.n_chunks,
             "status": r.status,
             "source": r.source,
+            "authors": r.authors,
+            # What people call it (short title, names it introduces, authors, ids): what paper location matches.
+            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "mention")],
         }
         for r in records
     ]
@@ -641,7 +644,7 @@ def _print_answer(answer: Answer) -> None:
 
     from .chat import source_line
 
-    track = "one paper" if answer.track == "A" else "across papers"
+    track = answer.track_label
     body = terminal.answer(answer.answer, extractive=answer.extractive)
     console.print(Panel(body, title=f"Track {answer.track} · {track}", title_align="left"))
     for s in answer.sources:

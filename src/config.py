@@ -67,7 +67,10 @@ class StoreSettings(_Part):
 
 
 class RetrievalSettings(_Part):
-    retriever: str = Field("hybrid", description="Retriever: dense, bm25 or hybrid (RRF over dense + BM25 in Milvus).")
+    retriever: str = Field(
+        "bm25",
+        description="Retriever: bm25 (the default: best on real papers), dense, or hybrid (RRF over dense + BM25).",
+    )
     k: int = Field(5, ge=1, le=50, description="Evidence passages an answer draws on.")
     candidates: int = Field(20, ge=1, le=200, description="Hits fetched before MMR picks the final k.")
     mmr_lambda: float = Field(0.7, ge=0.0, le=1.0, description="MMR trade-off: 1 = relevance only, 0 = diversity only.")

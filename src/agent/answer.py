@@ -85,7 +85,10 @@ class Answer(BaseModel):
 
     query: str
     answer: str
-    track: Literal["A", "B"] = Field(description="A: one paper; B: a survey of the field.")
+    track: Literal["A", "B", "NONE"] = Field(
+        description="A: one paper; B: a survey of the field; NONE: no paper in the knowledge base seems to answer "
+        "(the closest passages are the sources)."
+    )
     route: Route
     sources: list[Source] = Field(default_factory=list, description="Best first; [n] in the answer refers to n.")
     extractive: bool = Field(False, description="True when the answer is extracted evidence (no language model).")
@@ -95,3 +98,11 @@ class Answer(BaseModel):
     models: dict[str, str | None] = Field(default_factory=dict, description="Embedder, chat model, router used.")
     trace: list[TraceStep] = Field(default_factory=list, description="Tool calls of an agent run.")
     usage: dict[str, int] = Field(default_factory=dict, description="Token usage when the model reports it.")
+
+    @property
+    def track_label(self) -> str:
+        """The track in words, for people: "one paper", "across papers", "not in the knowledge base"."""
+        return TRACK_LABELS[self.track]
+
+
+TRACK_LABELS = {"A": "one paper", "B": "across papers", "NONE": "not in the knowledge base"}

@@ -20,21 +20,30 @@ from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.context import Evidence, assemble, format_context
 from ..rag.filters import SearchFilter, parse_category, validate_doc_id
-from ..rag.mmr import mmr_chunks
+from ..rag.query import expand, focus, inflect
 from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
 from .extractive import extractive_answer
 from .llm import make_chat_model, model_name
+from .locate import Location, PaperLocator, content_words
 from .question import check_question
-from .router import Intent, LLMRouter, PaperRef, Route, RuleRouter, make_router
+from .router import Intent, LLMRouter, Route, RuleRouter, make_router
 
-# Related Work describes other papers and References list them: neither answers a question about
-# this paper (or the field's findings) unless the question asks for them by category.
-DEFAULT_CATEGORIES = [c for c in SectionCategory if c not in (SectionCategory.RELATED_WORK, SectionCategory.OTHER)]
-# A paper "stands out" in the abstract search when it is this similar to the query and this far ahead.
-STAND_OUT_SCORE = 0.45
-STAND_OUT_MARGIN = 0.08
+Track = Literal["A", "B", "NONE"]
+Cat = SectionCategory
+# Passages compete on their search score (relative to the best one); the sections a question asks about
+# lead, the abstract (a paper's own summary) is preferred, and what describes other papers trails.
+# Calibrated on ../shared/devset (README, "Finding the passage").
+CATEGORY_BOOST = 0.1
+ABSTRACT_BOOST = 0.25
+TRAILING = {Cat.OTHER: 0.25, Cat.RELATED_WORK: 0.1}
+# A survey ranks papers by their best passage plus this share of their catalogue evidence (title, aliases,
+# abstract), and takes one passage per paper unless a paper leads the others by this factor (it then gives more).
+DOMINANT = 1.6
+PAPER_WEIGHT = 0.25
+# Below this share of the question's words in what was found, the papers do not seem to answer it.
+WEAK_COVERAGE = 0.35
 # Follow-ups that point back at the paper of the previous answer.
 _ANAPHORA = re.compile(
     r"\b(it|its|this paper|that paper|the paper|this work|the authors|they|their)\b|它|这篇|该论文|作者", re.I
@@ -60,7 +69,7 @@ class Plan:
     """What retrieval decided and found, before any answer is written."""
 
     route: Route
-    track: Literal["A", "B"]
+    track: Track
     doc_ids: list[str]
     hits: list[StoredChunk]
     n_papers: int = 0  # ready papers in the knowledge base when the question was asked
@@ -85,6 +94,7 @@ class Searcher:
         self.retriever: Retriever = get_retriever(self.settings.retrieval.retriever)
         self._owns_store = owns_store
         self._router: tuple[tuple[str, ...], RuleRouter | LLMRouter] | None = None
+        self._locator: tuple[tuple[str, ...], PaperLocator] | None = None
 
     @classmethod
     def open(cls, settings: Settings, chat_model: BaseChatModel | None = None) -> Searcher:
@@ -109,16 +119,22 @@ class Searcher:
         """Ready papers of the knowledge base (a brief catalogue read)."""
         return [p for p in self.store.list_papers(brief=True) if p.ready]
 
-    def router(self, papers: Sequence[PaperRecord] | None = None) -> RuleRouter | LLMRouter:
-        """The LLM router when a chat model is configured for routing, else the rule router, for `papers` (read
-        from the store when not given). Rebuilt only when the catalogue changes: its title patterns cost
-        milliseconds per thousand papers."""
+    def locator(self, papers: Sequence[PaperRecord] | None = None) -> PaperLocator:
+        """The paper locator for `papers` (read from the store when not given), rebuilt when the catalogue
+        changes: its alias patterns cost milliseconds per thousand papers."""
         papers = self.papers() if papers is None else papers
-        key = tuple(sorted(p.doc_id for p in papers))
+        key = tuple(sorted(f"{p.doc_id}:{p.ingested_at}" for p in papers))
+        if self._locator is None or self._locator[0] != key:
+            self._locator = (key, PaperLocator(self.store, papers))
+        return self._locator[1]
+
+    def router(self, papers: Sequence[PaperRecord] | None = None) -> RuleRouter | LLMRouter:
+        """The LLM router when a chat model is configured for routing, else the rule router, for `papers`."""
+        locator = self.locator(papers)
+        key = (*self._locator[0], str(id(locator))) if self._locator else ()
         if self._router is None or self._router[0] != key:
-            refs = [PaperRef.from_record(p) for p in papers]
             use_llm = self.chat_model is not None and self.settings.llm.use_for_routing
-            self._router = (key, make_router(refs, self.chat_model if use_llm else None))
+            self._router = (key, make_router(locator, self.chat_model if use_llm else None))
         return self._router[1]
 
     def rule_router(self, papers: Sequence[PaperRecord] | None = None) -> RuleRouter:
@@ -147,7 +163,9 @@ class Searcher:
         k = k or r.k
         started = time.perf_counter()
         catalogue = self.papers()
-        route = self.router(catalogue).route(query)
+        asked = expand(query)  # Chinese research vocabulary in English, for BM25 over English papers
+        route = self.router(catalogue).route(asked)
+        location = self.locator(catalogue).locate(asked)
         wanted = [validate_doc_id(d) for d in doc_ids] if doc_ids else []
         cats = [parse_category(c) for c in categories] if categories else []
         if cats:
@@ -163,7 +181,7 @@ class Searcher:
             if last is not None:
                 wanted = [last.sources[0].doc_id]
                 notes.append(f"Follow-up: staying on {last.sources[0].title!r}.")
-        track: Literal["A", "B"]
+        track: Track
         if wanted:
             track, papers = ("A" if len(wanted) == 1 else "B"), wanted
         elif len(route.doc_ids) > 1:
@@ -171,20 +189,22 @@ class Searcher:
         elif route.doc_ids:
             track, papers = "A", [route.doc_ids[0]]
         elif route.intent == Intent.SPECIFIC_PAPER:
-            located = self._locate(route, query)
-            if located:
-                track, papers = "A", [located]
-            else:
-                named = ", ".join(route.target_paper_keywords) or "the paper you named"
-                notes.append(f"No paper in the knowledge base matches {named}; showing the closest passages instead.")
-                track, papers = "B", []
+            named = ", ".join(route.not_found) or "the paper the question describes"
+            notes.append(f"No paper in the knowledge base matches {named}; the closest passages are shown instead.")
+            track, papers = "NONE", []
         else:
             track, papers = "B", []
 
+        identifying = location.identifying_words if track == "A" and papers == location.named[:1] else []
+        # Sections given by the caller (--section) are a hard filter; those the question implies only lead.
+        hard = SearchFilter(categories=cats) if categories else SearchFilter()
         if track == "A":
-            hits = self._search_paper(query, papers[0], cats, k, notes)
+            hits = self._search_paper(asked, papers[0], cats, k, identifying, hard)
         else:
-            hits = self._survey(query, papers, cats, k)
+            hits = self._survey(asked, papers, location, cats, k, hard)
+        if track == "B" and hits and _coverage(asked, hits) < WEAK_COVERAGE:
+            notes.append("The papers in the knowledge base do not seem to answer this; the closest passages follow.")
+            track = "NONE"
         timings["retrieve"] = time.perf_counter() - started
         found = papers if track == "A" else list(dict.fromkeys(h.doc_id for h in hits))
         return Plan(route, track, found, hits, len(catalogue), notes, timings)
@@ -200,55 +220,88 @@ class Searcher:
         """The evidence chunks a question retrieves (routed, scoped, diversified), best first."""
         return self.plan(query, doc_ids=doc_ids, categories=categories, k=k).hits
 
-    def _locate(self, route: Route, query: str) -> str | None:
-        """The one paper whose title + abstract stand out for the named keywords, if any."""
-        probe = " ".join(route.target_paper_keywords) or query
-        found = self.store.search_papers(probe, k=2)
-        if not found or (found[0].score or 0.0) < STAND_OUT_SCORE:
-            return None
-        if len(found) > 1 and (found[0].score or 0.0) - (found[1].score or 0.0) < STAND_OUT_MARGIN:
-            return None
-        return found[0].doc_id
-
-    def _candidates(self, query: str, search_filter: SearchFilter) -> list[StoredChunk]:
-        return self.retriever(self.store, query, search_filter, self.settings.retrieval.candidates)
+    def _candidates(self, query: str, search_filter: SearchFilter, n: int | None = None) -> list[StoredChunk]:
+        return self.retriever(self.store, query, search_filter, n or self.settings.retrieval.candidates)
 
     def _search_paper(
-        self, query: str, doc_id: str, cats: list[SectionCategory], k: int, notes: list[str]
+        self,
+        query: str,
+        doc_id: str,
+        cats: list[SectionCategory],
+        k: int,
+        identifying: Sequence[str] = (),
+        scope: SearchFilter | None = None,
     ) -> list[StoredChunk]:
-        """Track A: search inside one paper, in the routed sections; widen when they give too little."""
-        scoped = SearchFilter(doc_ids=[doc_id], categories=cats or DEFAULT_CATEGORIES)
-        hits = self._candidates(query, scoped)
-        if len(hits) < self.settings.retrieval.min_hits:
-            if cats:
-                notes.append(f"Few passages in {', '.join(c.name for c in cats)}; searched the whole paper.")
-            hits = self._candidates(query, SearchFilter(doc_ids=[doc_id]))
-        return mmr_chunks(self.store.embedder, query, hits, k, self.settings.retrieval.mmr_lambda)
+        """Track A: the best passages of one paper. Every section competes; the asked-for ones lead."""
+        text = inflect(focus(query, list(identifying)))
+        within = SearchFilter(**{**(scope or SearchFilter()).model_dump(), "doc_ids": [doc_id]})
+        hits = self._candidates(text, within)
+        if not hits and text != query:
+            hits = self._candidates(query, within)
+        return self._prefer(hits, cats, k)
 
-    def _survey(self, query: str, doc_ids: list[str], cats: list[SectionCategory], k: int) -> list[StoredChunk]:
-        """Track B: the papers whose abstracts match (or the ones given), then their full text."""
-        r = self.settings.retrieval
-        query = survey_focus(query)
-        if not doc_ids:
-            abstracts = self.retriever(
-                self.store, query, SearchFilter(categories=[SectionCategory.ABSTRACT]), r.survey_papers * 3
-            )
-            doc_ids = list(dict.fromkeys(h.doc_id for h in abstracts))[: r.survey_papers]
-            if not doc_ids:
-                return []
-        hits = self._candidates(query, SearchFilter(doc_ids=doc_ids, categories=cats or DEFAULT_CATEGORIES))
-        if not hits and cats:
-            hits = self._candidates(query, SearchFilter(doc_ids=doc_ids))
-        ordered = mmr_chunks(self.store.embedder, query, hits, len(hits), r.mmr_lambda) if hits else []
+    def _prefer(self, hits: list[StoredChunk], cats: list[SectionCategory], k: int) -> list[StoredChunk]:
+        """Rank hits by relative score plus section preference; neighbours of a picked hit (its context
+        window already shows them) give way to passages from elsewhere."""
+        if not hits:
+            return []
+        top = max(h.score or 0.0 for h in hits) or 1.0
+
+        def value(h: StoredChunk) -> float:
+            cat = h.section_category
+            bonus = CATEGORY_BOOST if cat in cats else -TRAILING.get(cat, 0.0)
+            return (h.score or 0.0) / top + bonus + (ABSTRACT_BOOST if cat is Cat.ABSTRACT else 0.0)
+
+        window = self.settings.retrieval.window
         picked: list[StoredChunk] = []
-        per: dict[str, int] = {}
-        for h in ordered:
-            if per.get(h.doc_id, 0) < r.per_paper:
+        for h in sorted(hits, key=value, reverse=True):
+            if all(h.doc_id != p.doc_id or abs(h.chunk_index - p.chunk_index) > window for p in picked):
                 picked.append(h)
-                per[h.doc_id] = per.get(h.doc_id, 0) + 1
             if len(picked) == k:
                 break
         return picked
+
+    def _survey(
+        self,
+        query: str,
+        doc_ids: list[str],
+        location: Location,
+        cats: list[SectionCategory],
+        k: int,
+        scope: SearchFilter | None = None,
+    ) -> list[StoredChunk]:
+        """Track B: the papers that answer best (catalogue evidence and their passages), a passage each; a
+        paper that clearly leads the others gives more."""
+        r = self.settings.retrieval
+        text = survey_focus(query)
+        within = SearchFilter(**{**(scope or SearchFilter()).model_dump(), "doc_ids": doc_ids or None})
+        hits = self._candidates(text, within, max(r.candidates, 3 * r.survey_papers * 4))
+        if not hits:
+            return []
+        top = max(h.score or 0.0 for h in hits) or 1.0
+        passage: dict[str, float] = {}
+        for h in hits:
+            passage[h.doc_id] = max(passage.get(h.doc_id, 0.0), (h.score or 0.0) / top)
+        paper = {c.doc_id: c.score for c in location.candidates}
+        best_paper = max(paper.values(), default=0.0) or 1.0
+        rank = {d: passage.get(d, 0.0) + PAPER_WEIGHT * paper.get(d, 0.0) / best_paper for d in passage}
+        order = sorted(rank, key=lambda d: -rank[d])[: max(r.survey_papers, k)]
+        quota = {d: r.per_paper if doc_ids else 1 for d in order}
+        if len(order) > 1 and rank[order[0]] >= DOMINANT * rank[order[1]]:
+            quota[order[0]] = max(quota[order[0]], 3)  # one paper dominates: do not starve it
+        by_paper: dict[str, list[StoredChunk]] = {}
+        for h in hits:
+            by_paper.setdefault(h.doc_id, []).append(h)
+        picked: list[StoredChunk] = []
+        for d in order:
+            picked += self._prefer(by_paper[d], cats, quota[d])[: quota[d]]
+        # Leftover slots (fewer papers than k): the next best passages of the leading papers.
+        for d in order:
+            if len(picked) >= k:
+                break
+            rest = [h for h in self._prefer(by_paper[d], cats, k) if h not in picked]
+            picked += rest[: k - len(picked)]
+        return picked[:k]
 
     # --- answers -------------------------------------------------------------------------------------
 
@@ -284,7 +337,8 @@ class Searcher:
 
         started = time.perf_counter()
         extractive = self.chat_model is None
-        supported = bool(sources)
+        # Not in the knowledge base: the closest passages are listed, but they do not support an answer.
+        supported = bool(sources) and plan.track != "NONE"
         notes = list(plan.notes)
         if not plan.n_papers:
             text, supported = self._nothing_ready(), False
@@ -351,6 +405,15 @@ class Searcher:
                 pieces.append(piece)
                 on_token(piece)
         return "".join(pieces).strip()
+
+
+def _coverage(query: str, hits: Sequence[StoredChunk]) -> float:
+    """Share of the question's meaningful words that the passages found contain."""
+    wanted = [w for w in dict.fromkeys(content_words(survey_focus(query))) if len(w) >= 4]
+    if not wanted:
+        return 1.0
+    found = " ".join(h.text.lower() for h in hits)
+    return sum(1 for w in wanted if w in found) / len(wanted)
 
 
 def evidence_sources(evidence: list[Evidence]) -> list[Source]:

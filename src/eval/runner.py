@@ -97,7 +97,7 @@ def score(q: EvalQuery, answer: Answer, expected_docs: list[str], k: int) -> Que
             taken = "A" if answer.route.intent == "SPECIFIC_PAPER" else "B"
         r.routing = float(taken == q.expected_track)
     if q.not_in_corpus:
-        said = any(a in answer.answer for a in ABSTAINED) or not answer.supported
+        said = answer.track == "NONE" or any(a in answer.answer for a in ABSTAINED) or not answer.supported
         r.not_in_corpus = float(said)
         return r
     if expected_docs:

@@ -333,16 +333,54 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     for ln in lines:
         ln.column = column_of(ln)
     _widen_full_width_blocks(lines, body)
+    _beside_a_sidebar(lines)
+    wide: list[Line] = []
     for ln in sorted(lines, key=lambda ln: (ln.y0, ln.x0)):
         if ln.column == -1:
             flush()
-            ordered.append(ln)
+            wide.append(ln)
         else:
+            ordered.extend(_side_by_side(wide))
+            wide = []
             band.append(ln)
     flush()
+    ordered.extend(_side_by_side(wide))
     page.lines = ordered
     _column_edges(page, body)
     return page
+
+
+def _beside_a_sidebar(lines: list[Line]) -> None:
+    """A wide line that starts right of a left-column block beside it (a sidebar of editors and addresses
+    next to the abstract, as Frontiers sets it) is the right-hand block, not a line across the page."""
+    left = [ln for ln in lines if ln.column == 0]
+    for ln in lines:
+        if ln.column != -1:
+            continue
+        beside = [x for x in left if x.y0 < ln.y1 + 2 * ln.height and x.y1 > ln.y0 - 2 * ln.height]
+        if beside and all(x.x1 < ln.x0 for x in beside):
+            ln.column = 1
+
+
+def _side_by_side(run: list[Line]) -> list[Line]:
+    """A full-width band made of two blocks side by side (Elsevier's "article info | abstract") reads left
+    block, then right block, not line by line across both."""
+    if len(run) < 6:
+        return run
+    for gutter in sorted({round(ln.x1) + 2 for ln in run}):
+        left = [ln for ln in run if ln.x1 < gutter]
+        right = [ln for ln in run if ln.x0 > gutter]
+        if len(left) + len(right) == len(run) and len(left) >= 3 and len(right) >= 3:
+            top, bottom = max(min(x.y0 for x in left), min(x.y0 for x in right)), min(
+                max(x.y1 for x in left), max(x.y1 for x in right)
+            )
+            if bottom > top:  # the blocks stand beside each other, not one above the other
+                for ln in left:
+                    ln.column = 0
+                for ln in right:
+                    ln.column = 1
+                return left + right
+    return run
 
 
 def _widen_full_width_blocks(lines: list[Line], body: float) -> None:

@@ -69,33 +69,67 @@ def title_lines(lines: list[Line], page_height: float, body: float = 0.0) -> lis
 
 
 def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[str]:
-    """Authors from metadata, else from the line(s) right below the title."""
+    """Authors from the byline under the title (or the PDF metadata when it names more of them)."""
+    from_meta: list[str] = []
     raw = normalize((meta or {}).get("author") or "")
     if raw and not _JUNK_TITLE.search(raw) and len(raw) < 400:
-        parts = re.split(r"\s*(?:;|,|\band\b|&)\s*", raw)
-        names = [p for p in (x.strip() for x in parts) if _looks_like_name(p)]
-        if names:
-            return names
-    for ln in after_title[:3]:
-        text = re.sub(r"[\d\u2020\u2021*\u00a7\u00b6\u2660-\u2667,]+(?=\s|,|$)", ",", ln.text)
-        parts = re.split(r"\s*(?:,|;|\band\b|&|、|，)\s*", text)
-        if all(re.fullmatch(r"[\u4e00-\u9fff ]+", p) for p in parts if p.strip()):
-            parts = text.split()  # Chinese names are set apart by spaces
-        names = [p.strip() for p in parts if _looks_like_name(p.strip())]
-        if len(names) >= 1 and len(names) >= 0.6 * len([p for p in parts if p.strip()]):
-            return names
-    return []
+        from_meta = [p for p in _name_parts(raw) if _looks_like_name(p)]
+    from_page: list[str] = []
+    for ln in after_title[:25]:
+        if _ABSTRACT_START.match(ln.text) or (len(ln.text.split()) >= 14 and not _NAME_LIST.search(ln.text)):
+            break  # the abstract (or the text) begins: the byline is over
+        parts = [p for p in _name_parts(_without_superscripts(ln)) if p]
+        # Names come first; from the first institution on the line is an address ("..., Bristol, United Kingdom").
+        cut = next((i for i, p in enumerate(parts) if _ORGANISATION.search(p)), len(parts))
+        names = [p for p in parts[:cut] if _looks_like_name(p)]
+        if names and len(names) >= 0.5 * cut:
+            from_page += [n for n in names if n not in from_page]
+    return (from_page if len(from_page) >= len(from_meta) else from_meta)[:30]
+
+
+_ABSTRACT_START = re.compile(r"^(abstract|a\s?b\s?s\s?t\s?r\s?a\s?c\s?t|summary|摘\s*要)\b", re.I)
+_NAME_LIST = re.compile(r"(,.*){2,}|\band\b")
+_MARKS = re.compile(r"[\u2217*\u2020\u2021\u00a7\u00b6\u22c6\u21d1\u2660-\u2667#\u2709]")
+_ORGANISATION = re.compile(
+    r"@|\d|\b(universit\w*|institut\w*|department|dept|school|college|laborator\w*|lab|research|inc|ltd|corporation|"
+    r"publishing|journal|article|preprint|access|cent(er|re)|division|faculty|hospital|received|accepted|editor|"
+    r"copyright|volume|keywords|e-?mails?|tel|fax|correspondence|proceedings|conference|society|press|sciences?|"
+    r"engineering|technology|google|microsoft|yahoo|facebook|ieee|acm|open|group|ai|llc|physics|medicine|health|"
+    r"ecole|laboratoire|normale|measurements|uc|search|design|metabolomics|gmbh|street|road|avenue|"
+    r"united|kingdom|states|africa|town|city|san|new|ann)\b",
+    re.I,
+)
+_PARTICLES = {"de", "van", "von", "der", "den", "di", "da", "del", "la", "le", "du", "dos", "das", "bin", "al"}
+
+
+def _without_superscripts(ln: Line) -> str:
+    """A byline line with its small affiliation marks ("Lane^a,c,*") turned into separators."""
+    size = ln.size
+    return normalize("".join(s.text if s.size >= 0.8 * size else ", " for s in ln.spans))
+
+
+def _name_parts(text: str) -> list[str]:
+    text = _MARKS.sub(",", text)
+    text = re.sub(r"\([^)]*\)|\{[^}]*\}", ",", text)  # "(Stanford Univ.)", "{et al.}"
+    text = re.sub(r"(?<=[a-z\u00e0-\u017f])\d+[a-z]?(?:,\d+[a-z]?)*", ",", text)  # "Agyeman-Duah1", "Focke 1"
+    parts = re.split(r"\s*(?:,|;|\band\b|&|、|，|\s\d+\s)\s*", text)
+    if all(re.fullmatch(r"[\u4e00-\u9fff ]+", p) for p in parts if p.strip()):
+        parts = text.split()  # Chinese names are set apart by spaces
+    return [p.strip(" .") if not re.search(r"\b[A-Z]\.$", p.strip()) else p.strip() for p in parts]
 
 
 def _looks_like_name(text: str) -> bool:
     if re.fullmatch(r"[\u4e00-\u9fff]{2,4}", text):
         return match_category(text) is None  # a Chinese name (张三, 欧阳修), not a heading (摘要)
     words = text.split()
-    return (
-        2 <= len(words) <= 5
-        and all(w[0].isupper() for w in words if w[0].isalpha())
-        and not re.search(r"@|university|institute|department|lab\b|inc\.|school|college|\d", text, re.I)
+    if not 2 <= len(words) <= 5 or _ORGANISATION.search(text):
+        return False
+    initials = sum(1 for w in words if re.fullmatch(r"([A-Z]\.-?)+", w))
+    named = all(
+        w.lower() in _PARTICLES or re.fullmatch(r"([A-Z]\.-?)+|[A-Z\u00c0-\u017d][\w\u00c0-\u017f'’\-.˘´¨]*", w)
+        for w in words
     )
+    return named and initials < len(words)
 
 
 def year_from(page_one_text: str, meta: dict[str, str] | None) -> int | None:
@@ -119,3 +153,15 @@ def year_from(page_one_text: str, meta: dict[str, str] | None) -> int | None:
         if m := re.match(r"D:((?:19|20)\d{2})", (meta or {}).get(key) or ""):
             return int(m.group(1))
     return None
+
+
+_ARXIV_ID = re.compile(r"arXiv:\s*(\d{4}\.\d{4,5})(?:v\d+)?", re.I)
+_OLD_ARXIV_ID = re.compile(r"arXiv:\s*([a-z\-]+/\d{7})", re.I)
+_DOI = re.compile(r"\b(?:doi:\s*|https?://(?:dx\.)?doi\.org/)(10\.\d{4,9}/[^\s,;\"'<>]*[^\s,;\"'<>.)])", re.I)
+
+
+def identifiers(text: str) -> tuple[str | None, str | None]:
+    """The arXiv id and the DOI printed on a page (the first one), when there are any."""
+    m = _ARXIV_ID.search(text) or _OLD_ARXIV_ID.search(text)
+    d = _DOI.search(text)
+    return (m.group(1) if m else None), (d.group(1) if d else None)

@@ -63,6 +63,8 @@ class Paper(BaseModel):
     authors: list[str] = Field(default_factory=list)
     year: int | None = None
     abstract: str = ""
+    arxiv_id: str | None = Field(default=None, description="arXiv id printed on the first page, e.g. 2203.00274.")
+    doi: str | None = Field(default=None, description="DOI printed on the first page.")
     pages: int = Field(default=0, description="Number of pages (0 for Markdown sources).")
     source: str = Field(default="", description="Path of the file the paper came from.")
     sections: list[Section] = Field(default_factory=list)

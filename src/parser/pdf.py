@@ -21,7 +21,7 @@ from .layout import (
     order_page,
     raw_lines,
 )
-from .metadata import authors_from, metadata_title, title_lines, year_from
+from .metadata import authors_from, identifiers, metadata_title, title_lines, year_from
 from .models import Paper
 from .structure import Heading, Item, Text, assemble
 from .text import normalize, vocabulary
@@ -97,7 +97,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     found_title = title_lines(pages[0].lines, heights[0], body)
     for ln in found_title:
         pages[0].lines.remove(ln)
-    after_title = pages[0].lines[:4]
+    after_title = pages[0].lines[:25]
     paper_title = title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
 
     toc = doc.get_toc() if use_outline else []
@@ -114,7 +114,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
             items.append(
                 Text(paragraph_text(b, vocab), b.page, b.page_end, "caption" if b.kind == "caption" else "body")
             )
-    return assemble(
+    paper = assemble(
         items,
         title=normalize(paper_title),
         authors=authors_from(meta, after_title),
@@ -122,6 +122,8 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
         pages=doc.page_count,
         source=str(path),
     )
+    paper.arxiv_id, paper.doi = identifiers(page_one)
+    return paper
 
 
 def lay_out(doc: pymupdf.Document, raw: list[list[Line]]) -> tuple[list[PageLines], float, list[list[Line]]]:

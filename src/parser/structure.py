@@ -14,6 +14,7 @@ from .numbering import Numbering, parse_heading
 _RUN_IN_ABSTRACT = re.compile(r"^(abstract|摘\s*要)(?:\s*[\u2014\u2013\-:.：]+\s*|\s+(?=[A-Z]))", re.I)
 _INTRO_LEAD = re.compile(r"^(1\.?\s*|I\.\s*)?(introduction|引\s*言|绪\s*论|前\s*言)\b", re.I)
 _SECTION_LEAD = re.compile(r"^(\d{1,2}\.?\s+[A-Z]|(II|III|IV)\.\s|[二三四五六七八九]、)")
+_ADDRESS = re.compile(r"@|\b(universit\w*|institute|department|correspondence|e-?mail)\b", re.I)
 _KEYWORDS = re.compile(r"^(keywords|key\s*words|index\s+terms|ccs\s+concepts|acm\s+reference)", re.I)
 
 
@@ -134,7 +135,15 @@ def _abstract_from_front(front: list[Text]) -> list[Text]:
             return [Text(t.text[m.end() :], t.page, t.page_end), *rest]
     long = [t for t in front if t.kind == "body" and len(t.text.split()) >= 60]
     if long:
-        return [max(long, key=lambda t: len(t.text))]
+        # The longest paragraph, with the paragraphs of running text right before and after it: an abstract
+        # broken by a page column or a sidebar ("Edited by: ...") comes in several pieces.
+        at = front.index(max(long, key=lambda t: len(t.text)))
+        lo, hi = at, at
+        while lo > 0 and _abstract_piece(front[lo - 1]):
+            lo -= 1
+        while hi + 1 < len(front) and _abstract_piece(front[hi + 1]):
+            hi += 1
+        return front[lo : hi + 1]
     # A short abstract: the paragraphs that close the front matter, after the names and addresses.
     tail: list[Text] = []
     for t in reversed(front):
@@ -142,6 +151,15 @@ def _abstract_from_front(front: list[Text]) -> list[Text]:
             break
         tail.insert(0, t)
     return tail if sum(len(t.text.split()) for t in tail) >= 25 else []
+
+
+def _abstract_piece(t: Text) -> bool:
+    return (
+        t.kind == "body"
+        and len(t.text.split()) >= 25
+        and not _KEYWORDS.match(t.text)
+        and not _ADDRESS.search(t.text)  # the correspondence address of a sidebar
+    )
 
 
 def _sections(headings: list[Heading]) -> list[Section]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
@@ -21,13 +22,38 @@ _LIGATURES = str.maketrans(
         "\u2011": "-",
     }
 )
+# LaTeX PDFs often place a spacing accent before its letter ("´a", "¨o", "˘g") or after it ("ˆı").
+_COMBINING = {
+    "\u00b4": "\u0301",  # ´ acute
+    "\u0060": "\u0300",  # ` grave
+    "\u00a8": "\u0308",  # ¨ diaeresis
+    "\u02c6": "\u0302",  # ˆ circumflex
+    "\u02dc": "\u0303",  # ˜ tilde
+    "\u00b8": "\u0327",  # ¸ cedilla
+    "\u02d8": "\u0306",  # ˘ breve
+    "\u02c7": "\u030c",  # ˇ caron
+    "\u02da": "\u030a",  # ˚ ring
+}
+_SPACING_ACCENT = re.compile(
+    "([\u00b4\u00a8\u02c6\u02dc\u00b8\u02d8\u02c7\u02da])([A-Za-z\u0131])|(\u0131)(\u02c6)"
+)
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _SPACES = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
-    """Replace ligatures and odd spaces, collapse whitespace."""
-    return _SPACES.sub(" ", text.translate(_LIGATURES)).strip()
+    """Replace ligatures and odd spaces, put LaTeX's spacing accents on their letters, collapse whitespace."""
+    text = text.translate(_LIGATURES)
+    if _SPACING_ACCENT.search(text):
+        text = _SPACING_ACCENT.sub(_accented, text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def _accented(m: re.Match[str]) -> str:
+    # "Zolt´an Gy¨ongyi" -> "Zoltán Gyöngyi"; "Lemaˆıtre" -> "Lemaître" (a dotless i takes the accent as i)
+    accent, letter = m.group(1) or m.group(4), m.group(2) or m.group(3)
+    base = "i" if letter == "\u0131" else letter
+    return unicodedata.normalize("NFC", base + _COMBINING[accent])
 
 
 def vocabulary(lines: Iterable[str]) -> Counter[str]:

@@ -57,6 +57,7 @@ from ..parser.models import Paper, Section, SectionCategory
 from .chunking import Chunk
 from .embeddings import Embedder, make_embedder
 from .filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
+from .identity import Identity, identity_of, paper_identity
 
 # pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
 # `MILVUS_URI=/path/kb.db` (a Lite file, which paperscope reads itself) would end in a traceback.
@@ -80,7 +81,7 @@ finally:
 # the rows just written. The cost (waiting for the latest timestamp) is negligible at our scale.
 CONSISTENCY = "Strong"
 QUERY_WINDOW = 16384  # the largest offset+limit a Milvus query accepts
-SCHEMA_VERSION = "2"  # 2: the catalogue's `sources`
+SCHEMA_VERSION = "3"  # 2: the catalogue's `sources`; 3: its `aliases`, searched with BM25 with title and abstract
 PROP_EMBEDDER = "paperscope.embedder"
 PROP_DIM = "paperscope.dim"
 PROP_SCHEMA = "paperscope.schema"
@@ -89,6 +90,7 @@ STATUS_READY = "ready"
 STATUS_BROKEN = "broken"  # chunks damaged and no file left to ingest it from (set by `check --repair`)
 Status = Literal["ingesting", "ready", "broken"]
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_BM25_INDEX = {"inverted_index_algo": "DAAT_MAXSCORE", "bm25_k1": 1.2, "bm25_b": 0.75}
 
 # VARCHAR limits in bytes (Milvus counts bytes); the 65535 ones are Milvus' maximum.
 _VARCHAR = {
@@ -101,6 +103,7 @@ _VARCHAR = {
     "kind": 16,
     "abstract": 65535,
     "source": 4096,
+    "search_text": 65535,
     "sha256": 64,
     "status": 16,
 }
@@ -137,11 +140,28 @@ PAPER_FIELDS: dict[str, DataType] = {
     "sections": DataType.JSON,
     "status": DataType.VARCHAR,
     "ingested_at": DataType.INT64,
+    "aliases": DataType.JSON,
+    "search_text": DataType.VARCHAR,
     "vector": DataType.FLOAT_VECTOR,
+    "sparse": DataType.SPARSE_FLOAT_VECTOR,
 }
+# Fields an earlier catalogue schema lacks; `_migrate_papers` rebuilds the catalogue with them.
+_LATER_FIELDS = ("sources", "aliases", "search_text", "sparse")
 _CHUNK_OUT = [f for f in CHUNK_FIELDS if f not in ("vector", "sparse")]
-_PAPER_OUT = [f for f in PAPER_FIELDS if f != "vector"]
-_BRIEF_OUT = ["doc_id", "title", "year", "source", "sources", "sha256", "n_chunks", "pages", "status", "ingested_at"]
+_PAPER_OUT = [f for f in PAPER_FIELDS if f not in ("vector", "sparse")]
+_BRIEF_OUT = [
+    "doc_id",
+    "title",
+    "year",
+    "source",
+    "sources",
+    "sha256",
+    "n_chunks",
+    "pages",
+    "status",
+    "ingested_at",
+    "aliases",
+]
 _SEARCH_OUT = [*_CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
 
 # A Lite file is served by an in-process gRPC server shared by every client of that path; the
@@ -172,6 +192,14 @@ class StoredChunk(Chunk):
         return f"{self.doc_id}:{self.chunk_index}"
 
 
+class PaperAlias(BaseModel):
+    """One name of a paper (see rag/identity.py) and how strongly it points at the paper."""
+
+    text: str
+    kind: str
+    weight: float
+
+
 class PaperRecord(BaseModel):
     """One row of the papers catalogue."""
 
@@ -188,12 +216,25 @@ class PaperRecord(BaseModel):
     sections: list[Section] = Field(default_factory=list)
     status: Status = "ingesting"
     ingested_at: int = Field(0, description="Unix time (s) of the last ingest start.")
+    aliases: list[PaperAlias] = Field(
+        default_factory=list, description="What people call the paper: short title, names, authors, ids."
+    )
     score: float | None = Field(default=None, description="Similarity to the query, for `search_papers`.")
 
     @property
     def ready(self) -> bool:
         """True once every chunk of the paper is stored."""
         return self.status == STATUS_READY
+
+
+def _alias_rows(ident: Identity) -> list[list[Any]]:
+    return [[a.text, a.kind, a.weight] for a in ident.aliases]
+
+
+def _search_text(title: str, ident: Identity, abstract: str) -> str:
+    """What BM25 paper search reads: the title, every alias (authors included) and the abstract."""
+    text = "\n".join([title, " ; ".join(a.text for a in ident.aliases if a.kind != "year"), abstract])
+    return _clip(text, "search_text")
 
 
 def _bm25_params() -> dict[str, Any]:
@@ -417,7 +458,7 @@ class PaperStore:
             self._client.load_collection(self.chunks_name)
             if not self._client.has_collection(self.papers_name):
                 self._create_papers(dim, name)
-            elif self._check_collection(self.papers_name) == ["sources"]:
+            elif self._check_collection(self.papers_name):
                 self._migrate_papers(dim, name)
             self._client.load_collection(self.papers_name)
 
@@ -436,17 +477,25 @@ class PaperStore:
             self._client.rename_collection(tmp, self.papers_name)
 
     def _migrate_papers(self, dim: int, name: str) -> None:
-        """Schema 1 -> 2: rebuild the catalogue with `sources` (each paper's own source) under a temporary
-        name, then swap it in; a crash at any point leaves one whole catalogue (see `_finish_migration`)."""
+        """Schema 1 or 2 -> 3: rebuild the catalogue with `sources` (each paper's own source) and `aliases`
+        (from its title, abstract and authors) under a temporary name, then swap it in; a crash at any
+        point leaves one whole catalogue (see `_finish_migration`)."""
         self._client.load_collection(self.papers_name)
-        fields = [f for f in PAPER_FIELDS if f != "sources"]
-        rows = self._query(self.papers_name, "", fields)
+        have = {f["name"] for f in self._client.describe_collection(self.papers_name)["fields"]}
+        rows = self._query(self.papers_name, "", [f for f in PAPER_FIELDS if f in have and f != "sparse"])
         tmp = self._migrating_name
         self._create_papers(dim, name, tmp)
         self._client.load_collection(tmp)
         for start in range(0, len(rows), 500):
-            batch = rows[start : start + 500]
-            self._client.insert(tmp, [{**r, "sources": [r["source"]] if r.get("source") else []} for r in batch])
+            batch = []
+            for r in rows[start : start + 500]:
+                r.setdefault("sources", [r["source"]] if r.get("source") else [])
+                if "aliases" not in r:
+                    ident = identity_of(r.get("title", ""), r.get("abstract", ""), list(r.get("authors") or []))
+                    r["aliases"] = _alias_rows(ident)
+                    r["search_text"] = _search_text(r.get("title", ""), ident, r.get("abstract", ""))
+                batch.append(r)
+            self._client.insert(tmp, batch)
         self._client.flush(tmp)
         self._client.drop_collection(self.papers_name)
         self._client.rename_collection(tmp, self.papers_name)
@@ -461,8 +510,8 @@ class PaperStore:
         fields = {f["name"]: f for f in desc["fields"]}
         expected = CHUNK_FIELDS if collection == self.chunks_name else PAPER_FIELDS
         wrong = sorted(n for n, t in expected.items() if n not in fields or fields[n]["type"] != t)
-        missing_v2 = ["sources"] if collection == self.papers_name and "sources" not in fields else []
-        if wrong and wrong != missing_v2:
+        missing = [f for f in _LATER_FIELDS if f not in fields] if collection == self.papers_name else []
+        if wrong and wrong != sorted(missing):
             raise StoreError(
                 f"knowledge base {self.kb!r}: collection {collection} does not have the paperscope schema "
                 f"(missing or mistyped: {', '.join(wrong)}); use another knowledge base name"
@@ -476,7 +525,7 @@ class PaperStore:
                 f"{self.embedder.name} (dim {self.embedder.dim}). Use the same embedding model, or another "
                 "knowledge base (and ingest again)."
             )
-        return missing_v2
+        return missing
 
     def _create_chunks(self, dim: int, name: str) -> None:
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -486,9 +535,12 @@ class PaperStore:
         schema.add_field("conference_year", DataType.INT16)
         schema.add_field("chunk_index", DataType.INT32)
         schema.add_field("text", DataType.VARCHAR, max_length=_VARCHAR["text"])
-        # The standard analyzer (the default of Lite and server alike): words, lowercased.
         schema.add_field(
-            "index_text", DataType.VARCHAR, max_length=_VARCHAR["index_text"], enable_analyzer=True, enable_match=True
+            "index_text",
+            DataType.VARCHAR,
+            max_length=_VARCHAR["index_text"],
+            enable_analyzer=True,
+            enable_match=True,
         )
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
@@ -509,12 +561,7 @@ class PaperStore:
         )
         index = MilvusClient.prepare_index_params()
         index.add_index("vector", index_type="HNSW", metric_type="COSINE", params={"M": 16, "efConstruction": 200})
-        index.add_index(
-            "sparse",
-            index_type="SPARSE_INVERTED_INDEX",
-            metric_type="BM25",
-            params={"inverted_index_algo": "DAAT_MAXSCORE", "bm25_k1": 1.2, "bm25_b": 0.75},
-        )
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=_BM25_INDEX)
         # INVERTED is the only scalar index Milvus Lite implements (STL_SORT would suit the ints on a
         # server); it is valid on a server too, so both backends share one definition.
         for scalar in ("doc_id", "section_category", "chunk_index"):
@@ -542,10 +589,28 @@ class PaperStore:
         schema.add_field("sections", DataType.JSON)
         schema.add_field("status", DataType.VARCHAR, max_length=_VARCHAR["status"])
         schema.add_field("ingested_at", DataType.INT64)
+        schema.add_field("aliases", DataType.JSON)
+        # Title, aliases and abstract: what paper location searches with BM25 (`search_papers_bm25`).
+        schema.add_field(
+            "search_text",
+            DataType.VARCHAR,
+            max_length=_VARCHAR["search_text"],
+            enable_analyzer=True,
+        )
         # Milvus requires a vector in every collection; this one serves search_papers (title + abstract).
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(
+            Function(
+                name="search_text_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["search_text"],
+                output_field_names=["sparse"],
+            )
+        )
         index = MilvusClient.prepare_index_params()
         index.add_index("vector", index_type="HNSW", metric_type="COSINE", params={"M": 16, "efConstruction": 200})
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=_BM25_INDEX)
         for scalar in ("sha256", "status"):
             index.add_index(scalar, index_type="INVERTED")
         self._client.create_collection(
@@ -679,6 +744,7 @@ class PaperStore:
             sections=[Section.model_validate(s) for s in sections],
             status=row.get("status", STATUS_INGESTING),
             ingested_at=int(row.get("ingested_at") or 0),
+            aliases=[PaperAlias(text=a[0], kind=a[1], weight=a[2]) for a in row.get("aliases") or []],
             score=score,
         )
 
@@ -738,6 +804,7 @@ class PaperStore:
 
         starts = range(0, len(chunks), self.write_batch)
         staged = {start: embed(start) for start in starts} if before is not None and before.ready else {}
+        ident = paper_identity(paper)
         paper_row: dict[str, Any] = {
             "doc_id": doc_id,
             "title": title,
@@ -752,6 +819,8 @@ class PaperStore:
             "sections": [s.model_dump(mode="json") for s in paper.sections],
             "status": STATUS_INGESTING,
             "ingested_at": int(time.time()),
+            "aliases": _alias_rows(ident),
+            "search_text": _search_text(paper.title, ident, paper.abstract),
             "vector": paper_vector,
         }
         id_filter = f"doc_id == {quote_string(doc_id)}"
@@ -1091,6 +1160,24 @@ class PaperStore:
             )
         hits = result[0] if result else []
         return [self._to_paper(dict(h["entity"], doc_id=h["doc_id"]), float(h["distance"])) for h in hits]
+
+    def search_papers_bm25(self, query: str, k: int = 10) -> list[PaperRecord]:
+        """Ready papers whose title, aliases and abstract match the query's words best (score = BM25)."""
+        self._check_query(query, k)
+        with self._failing("paper search"):
+            result = self._client.search(
+                self.papers_name,
+                data=[query],
+                anns_field="sparse",
+                filter=f"status == {quote_string(STATUS_READY)}",
+                limit=k,
+                output_fields=_BRIEF_OUT,
+                search_params=_bm25_params(),
+                consistency_level=CONSISTENCY,
+            )
+        hits = result[0] if result else []
+        # Lite returns BM25 distances negated (see the module notes).
+        return [self._to_paper(dict(h["entity"], doc_id=h["doc_id"]), abs(float(h["distance"]))) for h in hits]
 
     # --- lifecycle -------------------------------------------------------------------------------
 

@@ -90,8 +90,10 @@ def test_chinese_cues_route_to_the_right_sections(searcher: Searcher, sample_doc
 def test_a_paper_that_is_not_there_is_said_to_be_missing(searcher: Searcher) -> None:
     answer = searcher.answer("What learning rate did the ResNet paper use?")
     assert answer.route.intent == "SPECIFIC_PAPER" and not answer.route.doc_ids
-    assert answer.track == "B"
-    assert answer.answer.startswith("No paper in the knowledge base matches")
+    assert answer.route.not_found == ["ResNet"]
+    assert answer.track == "NONE" and not answer.supported
+    assert answer.answer.startswith("No paper in the knowledge base matches ResNet")
+    assert answer.sources  # the closest passages are still listed
 
 
 def test_explicit_paper_and_sections_override_the_route(searcher: Searcher, sample_doc_ids: dict[str, str]) -> None:

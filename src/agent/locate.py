@@ -1,0 +1,297 @@
+"""Which paper a question is about, located by retrieval over the catalogue, not by regexes alone.
+
+Every paper is scored against the question from three views:
+- its aliases (title, short title, names it introduces, author surnames, ids; rag/identity.py) found in the
+  question as phrases, each weighed by how many papers share it;
+- BM25 over its title, aliases and abstract (the catalogue's `search_text`);
+- the embedding of its title and abstract.
+One paper is *located* when it stands out from the rest by a margin (calibrated on ../shared/devset). The
+question's own wording says whether it refers to one paper ("the X paper", "in 'Title'", "X's", "这篇") or
+surveys the field ("which papers ...", "哪些论文"); a question that refers to one paper when none stands out
+is about a paper the knowledge base does not hold.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..rag.store import PaperRecord, PaperStore
+
+# Calibrated on the dev questions (see README, "Finding the paper"): a paper is located when its score
+# reaches LOCATE_SCORE and leads the next paper by LOCATE_MARGIN.
+LOCATE_SCORE = 0.55
+LOCATE_MARGIN = 0.2
+W_LEXICAL = 0.45  # BM25 over title + aliases + abstract, relative to the best paper
+W_DENSE = 0.35  # cosine of title + abstract, above the catalogue's floor
+DENSE_FLOOR = 0.25  # cosine similarity of an unrelated paper
+BM25_FLOOR = 8.0  # a paper BM25 score below this is a chance match of common words
+
+_ASCII = "A-Za-z0-9"
+_STOPWORDS = frozenset(
+    str.split(
+        """a an the of for in on at by to from with without and or but via over under into about than as is are was were
+    be been do does did can could should would will may might must we our you your it its they their this that these
+    those what which who whom whose how why when where there here all any some each not no only more most less very
+    much many one two using use used paper papers study studies work article authors author report reported reports
+    based show shows between through per versus vs"""
+    )
+)
+# A question opening "Which methods ...", "What approaches ...": across the field, unless it names its paper
+# ("which data collection methods were used" in the middle of a question is about one study).
+_FIELD = re.compile(
+    r"^\W*(?:which|what|are there)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:methods|approaches|techniques|strategies|ways|systems|models|tools|algorithms)\b|有哪些|哪些方法",
+    re.IGNORECASE,
+)
+# "Which papers ...", "papers in the collection", "哪些论文": the question asks across papers.
+_SURVEY = re.compile(
+    r"\b(?:which|what|are there|any)\s+(?:[\w-]+\s+){0,3}?(?:papers|studies|works|articles|publications)\b"
+    r"|\bpapers?\s+in\s+the\s+(?:collection|corpus|knowledge base)\b|\bacross\s+(?:the\s+)?papers\b"
+    r"|哪些|有什么论文|各自|分别.*论文.*哪",
+    re.IGNORECASE,
+)
+# "the X paper", "the study of ...", "in 'Title'", "X's", "Smith et al.", "which paper", "这篇", "该论文", "论文中".
+_ONE_PAPER = re.compile(
+    r"\b(?:the|this|that|which)\s+(?:[\w'’-]+\s+){0,8}?(?:paper|study|article|survey|meta-analysis|report|thesis)"
+    r"(?!s)\b|\bet al\b|[\w\-]+['’]s\s+(?:paper|study|system|work|method)|['\"“‘《]"
+    r"|这篇|那篇|该论文|该文|论文中|论文里|的论文|有没有.*论文",
+    re.IGNORECASE,
+)
+# Alias kinds that name the paper itself (its title, name, authors, ids), as opposed to things it mentions.
+_NAMING = frozenset({"short", "subtitle", "name", "acronym", "author", "first_author", "id"})
+_OWN_NAMES = frozenset({"short", "subtitle", "name", "acronym", "id"})
+_QUOTED = re.compile(r"['\"“‘《]([^'\"”’》]{6,300})['\"”’》]")
+_NAME_IN_QUESTION = re.compile(
+    r"\bthe\s+((?:[A-Z][\w.+-]*\s+){1,4})paper\b|\b([A-Z][\w.+-]*(?:\s+[A-Z][\w.+-]*){0,3})['’]s\s+paper\b"
+    r"|(?:这篇|那篇)\s*([A-Za-z][\w.+-]*)\s*论文|([A-Za-z][\w.+-]*)\s*(?:这篇|那篇)\s*论文"
+)
+
+
+def fold(text: str) -> str:
+    """NFKC (full-width letters, ligatures) and accents removed: "Ｆｌａｓｈ", "Gyöngyi" -> "Flash", "Gyongyi"."""
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    return "".join(c for c in text if not unicodedata.combining(c))
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-case words of 3+ letters that carry meaning (no stopwords), plurals kept."""
+    return [w for w in re.findall(r"[a-z][a-z0-9-]{2,}", fold(text).lower()) if w not in _STOPWORDS]
+
+
+@dataclass
+class Candidate:
+    """One paper's evidence for a question."""
+
+    doc_id: str
+    title: str
+    alias: float = 0.0
+    matched: list[str] = field(default_factory=list)
+    lexical: float = 0.0
+    bm25: float = 0.0
+    dense: float = 0.0
+    title_hit: bool = False
+
+    @property
+    def score(self) -> float:
+        return self.alias + W_LEXICAL * self.lexical + W_DENSE * self.dense
+
+
+@dataclass
+class Location:
+    """What the locator decided for a question."""
+
+    candidates: list[Candidate]
+    survey: bool
+    one_paper: bool
+    missing: list[str] = field(default_factory=list)
+    field_wide: bool = False  # "which methods ...": a survey unless a paper is named by its own name
+
+    @property
+    def best(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates else None
+
+    @property
+    def margin(self) -> float:
+        if not self.candidates:
+            return 0.0
+        second = self.candidates[1].score if len(self.candidates) > 1 else 0.0
+        return self.candidates[0].score - second
+
+    @property
+    def doc_id(self) -> str | None:
+        """The paper the question is about, when one stands out."""
+        best = self.best
+        if best is None:
+            return None
+        if best.alias >= 0.8 and (len(self.candidates) < 2 or self.candidates[1].alias < 0.6):
+            return best.doc_id  # named by its title, its own name, its authors or its id
+        if best.score >= LOCATE_SCORE and self.margin >= LOCATE_MARGIN:
+            return best.doc_id
+        return None
+
+    @property
+    def named(self) -> list[str]:
+        """The papers the question names: the located one, or several named as strongly ("compare X with Y")."""
+        strong = [c.doc_id for c in sorted(self.candidates, key=lambda c: -c.alias) if c.alias >= 0.8]
+        if len(strong) >= 2:
+            return strong[:4]
+        located = self.doc_id
+        return [located] if located else []
+
+    @property
+    def identifying_words(self) -> list[str]:
+        """The words of the question that named the located paper (no help in finding a passage in it)."""
+        best = self.best
+        return list(best.matched) if best is not None and self.doc_id else []
+
+
+@dataclass(frozen=True)
+class _Alias:
+    doc_id: str
+    text: str
+    kind: str
+    weight: float
+    pattern: re.Pattern[str]
+
+
+class PaperLocator:
+    """Scores the papers of a catalogue against questions (build once per catalogue)."""
+
+    def __init__(self, store: PaperStore, papers: Sequence[PaperRecord]) -> None:
+        self.store = store
+        self.papers = {p.doc_id: p for p in papers}
+        share = Counter(a.text.casefold() for p in papers for a in {x.text: x for x in p.aliases}.values())
+        self.aliases: list[_Alias] = []
+        for p in papers:
+            for a in p.aliases:
+                if a.kind in ("year", "title") or a.weight <= 0 or len(a.text) < 2:
+                    continue
+                # A name several papers carry ("IEEE", "CNN", a common surname) says less about each of them.
+                weight = a.weight if a.kind in ("id", "subtitle") else a.weight / share[a.text.casefold()]
+                pattern = _alias_pattern(a.text, a.kind)
+                if pattern is not None:
+                    self.aliases.append(_Alias(p.doc_id, a.text, a.kind, weight, pattern))
+        self.titles = {p.doc_id: set(content_words(p.title)) for p in papers}
+
+    def locate(self, query: str, k: int = 10) -> Location:
+        """Evidence for every paper that has some, strongest first."""
+        text = fold(query)
+        cands: dict[str, Candidate] = {}
+
+        def cand(doc_id: str) -> Candidate:
+            if doc_id not in cands:
+                cands[doc_id] = Candidate(doc_id, self.papers[doc_id].title)
+            return cands[doc_id]
+
+        self._alias_evidence(text, cand)
+        self._title_evidence(text, cand)
+        if self.papers and (content_words(query) or re.search(r"[\u4e00-\u9fff]", query)):
+            for p in self.store.search_papers_bm25(query, k=k):
+                if p.doc_id in self.papers and p.score:
+                    c = cand(p.doc_id)
+                    c.bm25 = p.score
+            best = max((c.bm25 for c in cands.values()), default=0.0)
+            for c in cands.values():
+                # Relative to the best paper, and shrunk when even the best is a chance match.
+                c.lexical = (c.bm25 / best) * min(1.0, best / BM25_FLOOR) if best else 0.0
+            for p in self.store.search_papers(query, k=k):
+                if p.doc_id in self.papers and p.score is not None:
+                    cand(p.doc_id).dense = max(0.0, (p.score - DENSE_FLOOR) / (1 - DENSE_FLOOR))
+        ranked = sorted(cands.values(), key=lambda c: -c.score)
+        return Location(
+            candidates=ranked,
+            survey=bool(_SURVEY.search(text)),
+            one_paper=bool(_ONE_PAPER.search(text)),
+            missing=self._missing_names(text),
+            field_wide=bool(_FIELD.search(text)),
+        )
+
+    def _alias_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
+        found: dict[str, list[tuple[float, str, str]]] = {}
+        for a in self.aliases:
+            m = a.pattern.search(text)
+            if m:
+                found.setdefault(a.doc_id, []).append((a.weight, a.kind, m.group(0)))
+        for doc_id, hits in found.items():
+            hits.sort(reverse=True)
+            authors = {t for _, kind, t in hits if kind in ("author", "first_author") and " " not in t}
+            best = hits[0][0]
+            if len(authors) >= 2:
+                best = max(best, 0.9)  # two authors of the same paper: "Agarwal, Negahban and Wainwright"
+            elif authors and re.search(rf"{re.escape(next(iter(authors)))}(?:['’]s|\s+et\s+al|\s+and\s+[A-Z])", text):
+                best = max(best, 0.7)  # "Bohnet's system", "Focke et al.", "Jain and Seung"
+            # A second kind of evidence (a name and an author) makes the first surer.
+            kinds = {kind for _, kind, _ in hits}
+            second = next((w for w, kind, _ in hits[1:] if kind != hits[0][1]), 0.0)
+            c = cand(doc_id)
+            c.alias = min(1.0, best + 0.3 * second if len(kinds) > 1 else best)
+            # Only what names the paper itself; a mentioned dataset or baseline ("GSM8K", "BM25") also says
+            # where in the paper the answer is.
+            c.matched = list(dict.fromkeys(t for _, kind, t in hits if kind in _NAMING))
+
+    def _title_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
+        """A title quoted, written out, or most of its words present ("the paper on automated narrative ...")."""
+        quoted = [q for q in _QUOTED.findall(text)]
+        words = set(content_words(text))
+        for doc_id, title_words in self.titles.items():
+            if len(title_words) < 2:
+                continue
+            title = self.papers[doc_id].title
+            share = len(title_words & words) / len(title_words)
+            best_quote = max((_overlap(q, title_words) for q in quoted), default=0.0)
+            score = 0.0
+            if best_quote >= 0.8 or fold(title).lower() in text.lower():
+                score = 1.0
+            elif share >= 0.75 and len(title_words & words) >= 3:
+                score = 0.85
+            elif share >= 0.5 and len(title_words & words) >= 3:
+                score = 0.5
+            if score:
+                c = cand(doc_id)
+                if score > c.alias:
+                    c.alias = max(c.alias, score) if not c.matched else min(1.0, max(c.alias, score) + 0.1)
+                c.matched = list(dict.fromkeys([*c.matched, *sorted(title_words & words)]))
+                c.title_hit = True
+
+    def _missing_names(self, text: str) -> list[str]:
+        """Names the question gives a paper ("the ResNet paper", 《...》) that no paper of the catalogue carries."""
+        missing = []
+        for m in _NAME_IN_QUESTION.finditer(text):
+            name = next(g for g in m.groups() if g).strip()
+            if name.lower() in _STOPWORDS or not re.search(r"[A-Z]", name):
+                continue
+            # Only a paper's own names count: "the BERT paper" is not a paper that merely uses BERT.
+            own = (a for a in self.aliases if a.kind in _OWN_NAMES)
+            if not any(a.pattern.search(name) for a in own) and not any(
+                name.lower() in p.title.lower() for p in self.papers.values()
+            ):
+                missing.append(name)
+        for q in _QUOTED.findall(text):
+            if len(q.split()) >= 3 and max((_overlap(q, t) for t in self.titles.values()), default=0) < 0.5:
+                missing.append(q)
+        return missing
+
+
+def _overlap(quote: str, title_words: set[str]) -> float:
+    words = set(content_words(quote))
+    return len(words & title_words) / max(len(words | title_words), 1) if words else 0.0
+
+
+def _alias_pattern(text: str, kind: str) -> re.Pattern[str] | None:
+    """A whole-word pattern for an alias; short all-capital acronyms must match in capitals ("ACE", not "ace")."""
+    text = fold(text).strip()
+    if kind == "first_author" and text.endswith("et al"):
+        text = text[: -len("et al")].strip()
+        body = re.escape(text) + r"(?:\s+et\s+al\b|['’]s\b)"
+        return re.compile(rf"(?<![{_ASCII}]){body}")
+    parts = [re.escape(p) for p in re.split(r"[\s\-]+", text) if p]
+    if not parts:
+        return None
+    body = r"[\s\-]*".join(parts)
+    case_sensitive = (text.isupper() and len(text) <= 5) or kind in ("author", "first_author")
+    flags = 0 if case_sensitive else re.IGNORECASE
+    return re.compile(rf"(?<![{_ASCII}]){body}(?![{_ASCII}])", flags)
