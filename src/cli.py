@@ -106,6 +106,7 @@ def parse(
         raise _fail(exc) from None
     body = [c for c in chunks if c.kind == "chunk"]
     if as_json:
+
         def section(s: Section) -> dict[str, Any]:
             return {"title": s.title, "level": s.level, "category": s.category.name, "page": s.page}
 
@@ -329,7 +330,7 @@ def papers(
             "source": r.source,
             "authors": r.authors,
             # What people call it (short title, names it introduces, authors, ids): what paper location matches.
-            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "mention")],
+            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
         }
         for r in records
     ]

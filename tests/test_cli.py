@@ -80,7 +80,7 @@ def test_structure_none_found_is_said(tmp_path: Path, monkeypatch: pytest.Monkey
     assert report["files"][0]["structure_found"] is False
 
 
-PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source"}
+PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source", "authors", "aliases"}
 
 
 def test_ingest_papers_remove(tmp_path: Path, sample_pdfs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,6 +105,8 @@ def test_ingest_papers_remove(tmp_path: Path, sample_pdfs: dict[str, Path], monk
     listed = json.loads(result.stdout)
     assert all(set(p) == PAPER_KEYS for p in listed)
     assert sorted(p["title"].split(":")[0] for p in listed) == ["FlashRank", "Marten-1B"]
+    flash = next(p for p in listed if p["title"].startswith("FlashRank"))
+    assert {"FlashRank", "Okafor", "Okafor et al"} <= set(flash["aliases"]) and "Mira Okafor" in flash["authors"]
     assert all(p["status"] == "ready" and p["n_chunks"] > 10 and p["pages"] >= 5 for p in listed)
     marten = next(p for p in listed if p["title"].startswith("Marten"))
     assert marten["year"] and marten["source"] == str(sample_pdfs["marten"].resolve())

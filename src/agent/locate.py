@@ -62,7 +62,7 @@ _ONE_PAPER = re.compile(
     re.IGNORECASE,
 )
 # Alias kinds that name the paper itself (its title, name, authors, ids), as opposed to things it mentions.
-_NAMING = frozenset({"short", "subtitle", "name", "acronym", "author", "first_author", "id"})
+_NAMING = frozenset({"short", "stem", "subtitle", "name", "acronym", "author", "first_author", "id"})
 _OWN_NAMES = frozenset({"short", "subtitle", "name", "acronym", "id"})
 _QUOTED = re.compile(r"['\"“‘《]([^'\"”’》]{6,300})['\"”’》]")
 _NAME_IN_QUESTION = re.compile(
@@ -94,6 +94,7 @@ class Candidate:
     bm25: float = 0.0
     dense: float = 0.0
     title_hit: bool = False
+    own_name: bool = False  # named by its own name, id or full title (not only by topic words)
 
     @property
     def score(self) -> float:
@@ -232,6 +233,7 @@ class PaperLocator:
             # Only what names the paper itself; a mentioned dataset or baseline ("GSM8K", "BM25") also says
             # where in the paper the answer is.
             c.matched = list(dict.fromkeys(t for _, kind, t in hits if kind in _NAMING))
+            c.own_name = any(kind in _OWN_NAMES or kind == "stem" for _, kind, _ in hits)
 
     def _title_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
         """A title quoted, written out, or most of its words present ("the paper on automated narrative ...")."""
@@ -246,6 +248,7 @@ class PaperLocator:
             score = 0.0
             if best_quote >= 0.8 or fold(title).lower() in text.lower():
                 score = 1.0
+                cand(doc_id).own_name = True
             elif share >= 0.75 and len(title_words & words) >= 3:
                 score = 0.85
             elif share >= 0.5 and len(title_words & words) >= 3:
@@ -270,6 +273,12 @@ class PaperLocator:
                 name.lower() in p.title.lower() for p in self.papers.values()
             ):
                 missing.append(name)
+        # "Marten-2B" when the catalogue holds Marten-1B: a sibling of a stored paper, not the paper itself.
+        for a in self.aliases:
+            if a.kind == "stem":
+                for m in re.finditer(rf"(?<![{_ASCII}]){re.escape(a.text)}[-_][\w.]*\w", text, re.IGNORECASE):
+                    if not any(b.kind == "short" and b.pattern.fullmatch(m.group(0)) for b in self.aliases):
+                        missing.append(m.group(0))
         for q in _QUOTED.findall(text):
             if len(q.split()) >= 3 and max((_overlap(q, t) for t in self.titles.values()), default=0) < 0.5:
                 missing.append(q)
@@ -284,6 +293,9 @@ def _overlap(quote: str, title_words: set[str]) -> float:
 def _alias_pattern(text: str, kind: str) -> re.Pattern[str] | None:
     """A whole-word pattern for an alias; short all-capital acronyms must match in capitals ("ACE", not "ace")."""
     text = fold(text).strip()
+    if kind == "id" and text.lower().startswith("arxiv:"):
+        number = re.escape(text[len("arxiv:") :].strip())
+        return re.compile(rf"(?<![\d.]){number}(?:v\d+)?(?![\d])")  # "arXiv:2309.04417", "2309.04417v2"
     if kind == "first_author" and text.endswith("et al"):
         text = text[: -len("et al")].strip()
         body = re.escape(text) + r"(?:\s+et\s+al\b|['’]s\b)"
@@ -294,4 +306,6 @@ def _alias_pattern(text: str, kind: str) -> re.Pattern[str] | None:
     body = r"[\s\-]*".join(parts)
     case_sensitive = (text.isupper() and len(text) <= 5) or kind in ("author", "first_author")
     flags = 0 if case_sensitive else re.IGNORECASE
-    return re.compile(rf"(?<![{_ASCII}]){body}(?![{_ASCII}])", flags)
+    # A stem ("Marten" of "Marten-1B") must not carry another suffix: "Marten-2B" is a sibling paper.
+    tail = rf"(?![{_ASCII}]|[-_][{_ASCII}])" if kind == "stem" else rf"(?![{_ASCII}])"
+    return re.compile(rf"(?<![{_ASCII}]){body}{tail}", flags)

@@ -237,6 +237,7 @@ def _inherit(route: Route, query: str, previous: Route | None, survey: bool) -> 
 def route_from(location: Location, query: str, source: Literal["rules", "llm"] = "rules") -> Route:
     """The route a paper location gives: the paper(s) it names, or a paper that is not there, or the field."""
     named = location.named
+    best = location.best
     if location.missing and not any(c.matched for c in location.candidates if c.doc_id in named):
         # "the BERT paper": a paper that merely uses BERT is not the one named.
         named = []
@@ -244,7 +245,7 @@ def route_from(location: Location, query: str, source: Literal["rules", "llm"] =
     keywords: list[str]
     if location.missing and not named:
         intent, doc_ids, keywords = Intent.SPECIFIC_PAPER, [], list(location.missing)
-    elif (location.survey and len(named) < 2) or (location.field_wide and not location.identifying_words):
+    elif (location.survey and len(named) < 2) or (location.field_wide and not (best and best.own_name)):
         intent, doc_ids, keywords = Intent.TOPIC_SURVEY, [], []
     elif named:
         intent, doc_ids, keywords = Intent.SPECIFIC_PAPER, named, location.identifying_words

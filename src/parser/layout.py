@@ -354,12 +354,18 @@ def _beside_a_sidebar(lines: list[Line]) -> None:
     """A wide line that starts right of a left-column block beside it (a sidebar of editors and addresses
     next to the abstract, as Frontiers sets it) is the right-hand block, not a line across the page."""
     left = [ln for ln in lines if ln.column == 0]
+    flagged: dict[int, list[Line]] = {}
     for ln in lines:
         if ln.column != -1:
             continue
         beside = [x for x in left if x.y0 < ln.y1 + 2 * ln.height and x.y1 > ln.y0 - 2 * ln.height]
         if beside and all(x.x1 < ln.x0 for x in beside):
-            ln.column = 1
+            flagged.setdefault(round(ln.x0 / 4), []).append(ln)
+    # A block of text, flush on one left edge: a single centred line (a venue under the title) stays.
+    for block in flagged.values():
+        if len(block) >= 3:
+            for ln in block:
+                ln.column = 1
 
 
 def _side_by_side(run: list[Line]) -> list[Line]:
@@ -371,8 +377,9 @@ def _side_by_side(run: list[Line]) -> list[Line]:
         left = [ln for ln in run if ln.x1 < gutter]
         right = [ln for ln in run if ln.x0 > gutter]
         if len(left) + len(right) == len(run) and len(left) >= 3 and len(right) >= 3:
-            top, bottom = max(min(x.y0 for x in left), min(x.y0 for x in right)), min(
-                max(x.y1 for x in left), max(x.y1 for x in right)
+            top, bottom = (
+                max(min(x.y0 for x in left), min(x.y0 for x in right)),
+                min(max(x.y1 for x in left), max(x.y1 for x in right)),
             )
             if bottom > top:  # the blocks stand beside each other, not one above the other
                 for ln in left:

@@ -34,9 +34,7 @@ _COMBINING = {
     "\u02c7": "\u030c",  # ˇ caron
     "\u02da": "\u030a",  # ˚ ring
 }
-_SPACING_ACCENT = re.compile(
-    "([\u00b4\u00a8\u02c6\u02dc\u00b8\u02d8\u02c7\u02da])([A-Za-z\u0131])|(\u0131)(\u02c6)"
-)
+_SPACING_ACCENT = re.compile("([\u00b4\u00a8\u02c6\u02dc\u00b8\u02d8\u02c7\u02da])([A-Za-z\u0131])|(\u0131)(\u02c6)")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _SPACES = re.compile(r"\s+")
 

@@ -32,7 +32,7 @@ class Alias:
     """One name of a paper and how strongly it points at that paper (1 = it is the paper's name)."""
 
     text: str
-    kind: str  # title | short | subtitle | name | acronym | body | mention | author | first_author | id | year
+    kind: str  # title | short | stem | subtitle | name | acronym | body | mention | author | first_author | id | year
     weight: float
 
 
@@ -87,6 +87,9 @@ def identity_of(
     head, sep, tail = _split(title)
     if sep and 1 <= len(head.split()) <= 5:
         ident.add(head, "short", 0.9)  # "Bigtable", "TIMP", "Computational Rationalization"
+        stem = re.fullmatch(r"([A-Za-z][A-Za-z]{3,})[-_ ][\w.]+", head)
+        if stem:
+            ident.add(stem.group(1), "stem", 0.7)  # "Marten" for "Marten-1B", as people shorten it
         if len(tail.split()) >= 3:
             ident.add(tail, "subtitle", 0.8)  # "The Inverse Equilibrium Problem"
     shouting = title.isupper()

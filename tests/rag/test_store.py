@@ -928,8 +928,8 @@ def test_a_text_over_the_varchar_limit_is_refused_not_cut(store: PaperStore) -> 
     assert store.get_paper(did) is None and store.count_chunks(did, kind=None) == 0  # nothing written
 
 
-def test_a_catalogue_of_schema_1_gains_its_sources(tmp_path: Path) -> None:
-    """A knowledge base built before `sources` existed is migrated on open, every row kept."""
+def test_a_catalogue_of_schema_1_gains_its_sources_and_aliases(tmp_path: Path) -> None:
+    """A knowledge base built before `sources` and `aliases` existed is migrated on open, every row kept."""
     from pymilvus import DataType, MilvusClient
 
     settings = Settings(home=tmp_path)
@@ -937,8 +937,8 @@ def test_a_catalogue_of_schema_1_gains_its_sources(tmp_path: Path) -> None:
     client = MilvusClient(path)
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     for name, dtype in PAPER_FIELDS.items():
-        if name == "sources":
-            continue
+        if name in ("sources", "aliases", "search_text", "sparse"):
+            continue  # the fields schema 1 did not have
         if dtype == DataType.VARCHAR:
             schema.add_field(name, dtype, max_length=4096, is_primary=name == "doc_id")
         elif dtype == DataType.FLOAT_VECTOR:
@@ -950,16 +950,19 @@ def test_a_catalogue_of_schema_1_gains_its_sources(tmp_path: Path) -> None:
     props = {"paperscope.embedder": "local:all-MiniLM-L6-v2", "paperscope.dim": "384", "paperscope.schema": "1"}
     client.create_collection("papers_papers", schema=schema, index_params=index, properties=props)
     row = dict(
-        doc_id=doc_id("old"), title="An Old Paper", authors=[], year=2020, abstract="", source="/x.pdf",
-        sha256=sha("old"), n_chunks=0, pages=1, sections=[], status="ready", ingested_at=1, vector=[1.0] + [0.0] * 383,
+        doc_id=doc_id("old"), title="OldNet: An Old Paper", authors=["Ada Lovelace"], year=2020, abstract="",
+        source="/x.pdf", sha256=sha("old"), n_chunks=0, pages=1, sections=[], status="ready", ingested_at=1,
+        vector=[1.0] + [0.0] * 383,
     )  # fmt: skip
     client.insert("papers_papers", [row])
     client.close()
     with PaperStore(settings, embedder()) as store:
         [paper] = store.list_papers()
-        assert (paper.doc_id, paper.title, paper.sources) == (doc_id("old"), "An Old Paper", ["/x.pdf"])
-        assert "sources" in _fields(store, store.papers_name)
+        assert (paper.doc_id, paper.title, paper.sources) == (doc_id("old"), "OldNet: An Old Paper", ["/x.pdf"])
+        assert {"sources", "aliases", "search_text", "sparse"} <= set(_fields(store, store.papers_name))
         assert store.papers_from_source("/x.pdf")[0].doc_id == doc_id("old")
+        assert {"OldNet", "Lovelace", "Lovelace et al"} <= {a.text for a in paper.aliases}
+        assert [p.doc_id for p in store.search_papers_bm25("OldNet by Lovelace")] == [doc_id("old")]
 
 
 def test_reading_never_creates_a_knowledge_base(tmp_path: Path) -> None:
