@@ -44,14 +44,14 @@ _STOPWORDS = frozenset(
 # ("which data collection methods were used" in the middle of a question is about one study).
 _FIELD = re.compile(
     r"^\W*(?:which|what|are there)\s+(?:[\w-]+\s+){0,2}?"
-    r"(?:methods|approaches|techniques|strategies|ways|systems|models|tools|algorithms)\b|有哪些|哪些方法",
+    r"(?:methods|approaches|techniques|strategies|ways|systems|models|tools|algorithms)\b|^\W*有哪些|哪些方法",
     re.IGNORECASE,
 )
 # "Which papers ...", "papers in the collection", "哪些论文": the question asks across papers.
 _SURVEY = re.compile(
     r"\b(?:which|what|are there|any)\s+(?:[\w-]+\s+){0,3}?(?:papers|studies|works|articles|publications)\b"
     r"|\bpapers?\s+in\s+the\s+(?:collection|corpus|knowledge base)\b|\bacross\s+(?:the\s+)?papers\b"
-    r"|哪些|有什么论文|各自|分别.*论文.*哪",
+    r"|哪些\S{0,6}?(?:论文|研究|文章|工作)|有什么论文|集合中|各自",
     re.IGNORECASE,
 )
 # "the X paper", "the study of ...", "in 'Title'", "X's", "Smith et al.", "which paper", "这篇", "该论文", "论文中".
@@ -95,6 +95,7 @@ class Candidate:
     dense: float = 0.0
     title_hit: bool = False
     own_name: bool = False  # named by its own name, id or full title (not only by topic words)
+    title_words: list[str] = field(default_factory=list)  # words of its title the question uses
 
     @property
     def score(self) -> float:
@@ -147,7 +148,10 @@ class Location:
     def identifying_words(self) -> list[str]:
         """The words of the question that named the located paper (no help in finding a passage in it)."""
         best = self.best
-        return list(best.matched) if best is not None and self.doc_id else []
+        if best is None or not self.doc_id:
+            return []
+        # The paper's title words in the question name it too, however few they are ("study of catch trials").
+        return list(dict.fromkeys([*best.matched, *best.title_words]))
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,9 @@ class PaperLocator:
             for p in self.store.search_papers(query, k=k):
                 if p.doc_id in self.papers and p.score is not None:
                     cand(p.doc_id).dense = max(0.0, (p.score - DENSE_FLOOR) / (1 - DENSE_FLOOR))
+        words = set(content_words(text))
+        for c in cands.values():
+            c.title_words = sorted(self.titles.get(c.doc_id, set()) & words)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         return Location(
             candidates=ranked,

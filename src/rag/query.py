@@ -325,12 +325,14 @@ _COMMON = frozenset(
 
 
 def focus(query: str, identifying: list[str]) -> str:
-    """The question without the words that named its paper; the question itself when too little is left."""
-    drop = {w.lower() for phrase in identifying for w in re.findall(r"[\w-]+", _fold(phrase))}
-    drop |= {"paper", "study", "article", "authors", "et", "al"}
-    kept = [w for w in re.findall(r"\S+", query) if re.sub(r"[^\w-]", "", _fold(w)).lower() not in drop]
-    words = [w for w in kept if re.search(r"[A-Za-z]{3}|\d|[\u4e00-\u9fff]", w)]
-    return " ".join(kept) if len(words) >= 2 else query
+    """The question with the words that named its paper weighed down: every other word counts twice (BM25
+    counts a query word as often as it is given), so "46 subjects" outweighs "catch trials" in a question
+    about the paper on catch trials, while the title words still favour the passages that restate them."""
+    named = {w.lower() for phrase in identifying for w in re.findall(r"[\w-]+", _fold(phrase))}
+    named |= {"paper", "study", "article", "authors", "et", "al"}
+    words = re.findall(r"\S+", query)
+    rest = [w for w in words if re.sub(r"[^\w-]", "", _fold(w)).lower() not in named]
+    return " ".join([*words, *rest]) if rest else query
 
 
 def _fold(text: str) -> str:
