@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from ..config import Settings
+from ..errors import LLMError
 from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.context import Evidence, assemble, format_context
@@ -25,8 +26,9 @@ from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
 from .extractive import extractive_answer
-from .llm import make_chat_model, model_name
+from .llm import as_llm_error, make_chat_model, model_error, model_name, question_budget
 from .router import Intent, LLMRouter, PaperRef, Route, RuleRouter, make_router
+from .textcalls import looks_like_a_call
 
 # Related Work describes other papers and References list them: neither answers a question about
 # this paper (or the field's findings) unless the question asks for them by category.
@@ -139,15 +141,18 @@ class Searcher:
         categories: Sequence[str | SectionCategory] | None = None,
         k: int | None = None,
         history: Sequence[Answer] | None = None,
+        use_model: bool = True,
     ) -> Plan:
-        """Route the question and retrieve its evidence hits (best first, at most k)."""
+        """Route the question and retrieve its evidence hits (best first, at most k); `use_model=False` routes
+        with the rules even when the LLM router is configured."""
         if not query or not query.strip():
             raise ValueError("the question is empty")
         r = self.settings.retrieval
         k = k or r.k
         started = time.perf_counter()
         catalogue = self.papers()
-        route = self.router(catalogue).route(query)
+        router = self.router(catalogue) if use_model else self.rule_router(catalogue)
+        route = router.route(query)
         wanted = [validate_doc_id(d) for d in doc_ids] if doc_ids else []
         cats = [parse_category(c) for c in categories] if categories else []
         if cats:
@@ -261,15 +266,32 @@ class Searcher:
         k: int | None = None,
         history: Sequence[Answer] | None = None,
         on_token: Callable[[str], None] | None = None,
+        use_model: bool = True,
     ) -> Answer:
         """Answer a question with cited sources (generated with a chat model, else extracted).
 
-        `on_token` receives the generated answer piece by piece as the model streams it.
+        `on_token` receives the generated answer piece by piece as the model streams it. `use_model=False`
+        answers without the chat model (rules route, sentences are extracted). A model that fails or writes
+        no answer gives way to the extracted sentences, with a note and `llm_error` saying so.
         """
-        t0 = time.perf_counter()
-        plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history)
+        with question_budget(self.chat_model):
+            t0 = time.perf_counter()
+            plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history, use_model=use_model)
+            return self.compose(query, plan, on_token=on_token, use_model=use_model, started=t0)
+
+    def compose(
+        self,
+        query: str,
+        plan: Plan,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        use_model: bool = True,
+        started: float | None = None,
+    ) -> Answer:
+        """The answer to `query` from the evidence of `plan`: windows, Introductions, then the model or extraction."""
+        t0 = time.perf_counter() if started is None else started
         r = self.settings.retrieval
-        started = time.perf_counter()
+        begun = time.perf_counter()
         contexts = assemble(
             self.store,
             plan.hits,
@@ -279,29 +301,46 @@ class Searcher:
             with_introduction=r.intro_tokens > 0,
         )
         context_text, evidence = format_context(contexts)
-        plan.timings["assemble"] = time.perf_counter() - started
+        plan.timings["assemble"] = time.perf_counter() - begun
         sources = evidence_sources(evidence)
 
-        started = time.perf_counter()
-        extractive = self.chat_model is None
+        begun = time.perf_counter()
+        model = self.chat_model if use_model else None
+        extractive = model is None
         supported = bool(sources)
         notes = list(plan.notes)
+        llm_error: str | None = None
         if not plan.n_papers:
             text, supported = "The knowledge base is empty: add papers with `paperscope ingest PATH`.", False
         elif not sources:
             text = "No passage in the knowledge base answers this question."
-        elif self.chat_model is None:
+        elif model is None:
             text = extractive_answer(query, evidence)
         else:
-            text = self._generate(query, context_text, on_token)
-            cited = {int(n) for n in _CITATION.findall(text)}
-            if cited & {s.n for s in sources}:
-                sources = [s for s in sources if s.n in cited]
+            emitted: list[str] = []
+
+            def emit(piece: str) -> None:
+                emitted.append(piece)
+                if on_token is not None:
+                    on_token(piece)
+
+            try:
+                text = self._generate(query, context_text, emit if on_token is not None else None)
+            except LLMError as exc:
+                llm_error, extractive = str(exc), True
+                notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
+                text = extractive_answer(query, evidence)
             else:
-                notes.append("The model cited none of the sources; all retrieved sources are listed.")
+                cited = {int(n) for n in _CITATION.findall(text)}
+                if cited & {s.n for s in sources}:
+                    sources = [s for s in sources if s.n in cited]
+                else:
+                    notes.append("The model cited none of the sources; all retrieved sources are listed.")
+            if extractive and emitted and on_token is not None:
+                on_token("\n\n" + "\n".join([*notes, "", text]))  # the stream broke off: the reader gets the rest
         if notes and (extractive or not sources):
             text = "\n".join([*notes, "", text])
-        plan.timings["generate"] = time.perf_counter() - started
+        plan.timings["generate"] = time.perf_counter() - begun
         plan.timings["total"] = time.perf_counter() - t0
         return Answer(
             query=query,
@@ -309,16 +348,18 @@ class Searcher:
             track=plan.track,
             route=plan.route,
             sources=sources,
+            mode="single-shot",
             extractive=extractive,
             supported=supported,
             notes=notes,
             timings=plan.timings,
             models={
                 "embedder": self.store.embedder.name,
-                "chat_model": model_name(self.chat_model),
+                "chat_model": model_name(model),
                 "router": plan.route.source,
                 "retriever": self.settings.retrieval.retriever,
             },
+            llm_error=llm_error,
         )
 
     def run(
@@ -328,17 +369,26 @@ class Searcher:
         return self.answer(query, history=history, on_token=on_token)
 
     def _generate(self, query: str, context: str, on_token: Callable[[str], None] | None = None) -> str:
+        """The model's answer from the context; an LLMError when the model fails or writes no answer."""
         assert self.chat_model is not None
         messages = [HumanMessage(content=load_prompt("answer").format(context=context, question=query))]
-        if on_token is None:
-            return str(self.chat_model.invoke(messages).text).strip()
-        pieces: list[str] = []
-        for chunk in self.chat_model.stream(messages):
-            piece = str(chunk.text)
-            if piece:
-                pieces.append(piece)
-                on_token(piece)
-        return "".join(pieces).strip()
+        try:
+            if on_token is None:
+                text = str(self.chat_model.invoke(messages).text).strip()
+            else:
+                pieces: list[str] = []
+                for chunk in self.chat_model.stream(messages):
+                    piece = str(chunk.text)
+                    if piece:
+                        pieces.append(piece)
+                        on_token(piece)
+                text = "".join(pieces).strip()
+        except Exception as exc:  # whatever the endpoint does, the question still gets the extracted answer
+            raise as_llm_error(exc, self.chat_model) from exc
+        if not text or looks_like_a_call(text):
+            what = "an empty reply" if not text else "a tool call instead of an answer"
+            raise model_error(self.chat_model, "bad_response", f"it wrote {what}")
+        return text
 
 
 def evidence_sources(evidence: list[Evidence]) -> list[Source]:
