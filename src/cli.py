@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from .errors import ConfigError, PaperscopeError
@@ -336,10 +337,17 @@ def ask(
                 answer = searcher.single_shot.answer(question, doc_ids=doc_ids, categories=section, k=k)
     except (PaperscopeError, ValueError) as exc:
         raise _fail(exc) from None
+    if answer.llm_error:
+        _llm_warning(f"{answer.llm_error}; answered without it")
     if as_json:
         sys.stdout.write(answer.model_dump_json(indent=2) + "\n")
         return
     _print_answer(answer)
+
+
+def _llm_warning(line: str) -> None:
+    """The one line that says the model failed, on stderr (stdout stays the answer or clean JSON)."""
+    err_console.print(f"[yellow]warning:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def _mode(settings: Settings) -> str:
@@ -404,9 +412,14 @@ def evaluate(
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise _fail(exc) from None
+    from .agent.llm import BoundedChatOpenAI
+
     bars = _progress(quiet=as_json)
     try:
         with AgenticSearcher(settings) as searcher, bars:
+            if isinstance(searcher.chat_model, BoundedChatOpenAI):
+                # A batch: once the endpoint is down, the remaining queries are answered without it at once.
+                searcher.chat_model.keep_failures = True
             task = bars.add_task("eval", total=len(queries))
             report = run_eval(
                 searcher, queries, k=k, file=str(file), mode=_mode(settings), on_result=lambda _: bars.advance(task)
@@ -415,6 +428,9 @@ def evaluate(
         raise _fail(exc) from None
     if out is not None:
         out.write_text(markdown(report), encoding="utf-8")
+    failed_llm = [r.llm_error for r in report.results if r.llm_error]
+    if failed_llm:
+        _llm_warning(f"{failed_llm[0]}; {len(failed_llm)} of {len(report.results)} queries were answered without it")
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
@@ -443,14 +459,48 @@ def evaluate(
         raise typer.Exit(code=1)
 
 
+@app.command()
+def doctor(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Probe the model's tool calls again instead of using the cached answer.")
+    ] = False,
+) -> None:
+    """Check the model endpoint, the embedding model and the Milvus store; exit code 1 when a needed part is broken."""
+    from rich.table import Table
+
+    from .doctor import run_doctor
+
+    settings = _settings(kb)
+    report = run_doctor(settings, refresh=refresh)
+    if as_json:
+        sys.stdout.write(json.dumps({"ok": report.ok, **report.model_dump(mode="json")}, indent=2) + "\n")
+    else:
+        colours = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
+        table = Table(show_header=False, box=None, padding=(0, 2))
+        table.add_column(no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column(overflow="fold")
+        for check in report.checks:
+            # Details carry text from outside (endpoint errors, model and kb names): never markup.
+            table.add_row(f"[{colours[check.status]}]{check.status}[/]", escape(check.name), escape(check.detail))
+        console.print(table)
+        verdict = "everything needed works" if report.ok else "something needed is broken (see fail above)"
+        console.print(f"[bold]{verdict}[/bold]", highlight=False)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
 def _print_answer(answer: Answer) -> None:
     from rich.markdown import Markdown
     from rich.panel import Panel
 
-    from .chat import source_line
+    from .chat import how_answered, source_line
 
     track = "one paper" if answer.track == "A" else "across papers"
-    console.print(Panel(Markdown(answer.answer), title=f"Track {answer.track} · {track}", title_align="left"))
+    title = f"Track {answer.track} · {track} · {how_answered(answer)}"
+    console.print(Panel(Markdown(answer.answer), title=title, title_align="left"))
     for s in answer.sources:
         console.print(source_line(s, chunks=True), highlight=False)
     for note in answer.notes:

@@ -25,7 +25,7 @@ from ..rag.mmr import mmr_chunks
 from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
-from .extractive import extractive_answer
+from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
 from .llm import as_llm_error, make_chat_model, model_error, model_name, question_budget
 from .router import Intent, LLMRouter, PaperRef, Route, RuleRouter, make_router
 from .textcalls import looks_like_a_call
@@ -310,12 +310,13 @@ class Searcher:
         supported = bool(sources)
         notes = list(plan.notes)
         llm_error: str | None = None
+        header = HEADER if self.chat_model is None else HEADER_WITHOUT_MODEL
         if not plan.n_papers:
             text, supported = "The knowledge base is empty: add papers with `paperscope ingest PATH`.", False
         elif not sources:
             text = "No passage in the knowledge base answers this question."
         elif model is None:
-            text = extractive_answer(query, evidence)
+            text = extractive_answer(query, evidence, header=header)
         else:
             emitted: list[str] = []
 
@@ -329,7 +330,7 @@ class Searcher:
             except LLMError as exc:
                 llm_error, extractive = str(exc), True
                 notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
-                text = extractive_answer(query, evidence)
+                text = extractive_answer(query, evidence, header=header)
             else:
                 cited = {int(n) for n in _CITATION.findall(text)}
                 if cited & {s.n for s in sources}:

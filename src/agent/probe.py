@@ -25,6 +25,7 @@ from .llm import make_chat_model, one_line
 from .textcalls import parse_text_calls
 
 CACHE_FILE = "llm_probe.json"
+COMPACT_BELOW = 16384  # tokens of context under which `agent.prompt = auto` picks the compact prompt
 PROBE_TOOL = "lookup_paper"
 ToolSupport = Literal["yes", "as text", "no"]
 
@@ -79,6 +80,15 @@ def context_length(settings: Settings) -> int | None:
     entry = cached(settings) or {}
     value = entry.get("context_length")
     return value if isinstance(value, int) and value > 0 else None
+
+
+def prompt_choice(settings: Settings, window: int | None = None) -> Literal["full", "compact"]:
+    """The agent's prompt: `agent.prompt`, or for auto the compact one when the context (`window`, else
+    `context_length(settings)`) is known and short."""
+    if settings.agent.prompt != "auto":
+        return settings.agent.prompt
+    window = window or context_length(settings)
+    return "compact" if window is not None and window < COMPACT_BELOW else "full"
 
 
 def _save(settings: Settings, result: ProbeResult) -> None:

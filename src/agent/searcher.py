@@ -39,14 +39,13 @@ from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
 from .llm import make_chat_model, model_name, question_budget
 from .pipeline import Plan, Searcher
-from .probe import context_length
+from .probe import prompt_choice
 from .router import Intent, PaperRef
 from .streaming import AnswerStream
 from .textcalls import looks_like_a_call
 from .tools import AgentTools, RunState
 
 CATALOGUE_IN_PROMPT = 60  # papers listed in the system prompt; larger collections rely on search_abstracts
-COMPACT_BELOW = 16384  # tokens of context under which `agent.prompt = auto` picks the compact prompt
 PROMPTS = {"full": "agentic_searcher", "compact": "agentic_searcher_compact"}
 
 NO_TOOLS = "The model answered without using the search tools; the answer was written from single-shot retrieval."
@@ -98,11 +97,7 @@ class AgenticSearcher:
     @property
     def prompt_name(self) -> str:
         """The system prompt file the agent uses: `agent.prompt`, or for auto the compact one on short contexts."""
-        choice = self.settings.agent.prompt
-        if choice == "auto":
-            window = context_length(self.settings)
-            choice = "compact" if window is not None and window < COMPACT_BELOW else "full"
-        return PROMPTS[choice]
+        return PROMPTS[prompt_choice(self.settings)]
 
     def close(self) -> None:
         """Close the store if this searcher opened it."""
@@ -156,11 +151,12 @@ class AgenticSearcher:
         labels = PaperLabels(p.doc_id for p in listed)
         state = RunState(labels)
         tools = AgentTools(self.store, self.settings, state, papers)
-        graph = build_graph(self.chat_model, tools, self.max_iterations)
+        prompt = self.prompt_name
+        graph = build_graph(self.chat_model, tools, self.max_iterations, brief_tools=prompt == PROMPTS["compact"])
         listing = "\n".join(paper_entry(labels.label(p.doc_id), p) for p in listed)
         if len(papers) > CATALOGUE_IN_PROMPT:
             listing += f"\n- ... and {len(papers) - CATALOGUE_IN_PROMPT} more: use search_abstracts"
-        system = load_prompt(self.prompt_name).format(
+        system = load_prompt(prompt).format(
             n_papers=len(papers), papers=listing or "(empty)", max_iterations=self.max_iterations
         )
         messages: list[AnyMessage] = [SystemMessage(content=system)]

@@ -8,6 +8,7 @@ accepted too. A bad argument goes back to the model as a one-line error (`BadToo
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -238,8 +239,9 @@ class AgentTools:
 
     # --- binding -----------------------------------------------------------------------------------------
 
-    def tools(self) -> list[BaseTool]:
-        """The tools as LangChain tools, each timed and traced."""
+    def tools(self, *, brief: bool = False) -> list[BaseTool]:
+        """The tools as LangChain tools, each timed and traced. `brief`: each described by its first sentence
+        only (the compact prompt's contract: the declarations are most of a small model's prompt)."""
         specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
             (self.search_abstracts, SearchAbstractsArgs),
             (self.search_by_section, SearchBySectionArgs),
@@ -251,7 +253,7 @@ class AgentTools:
             StructuredTool.from_function(
                 func=self._traced(fn),
                 name=fn.__name__,
-                description=(fn.__doc__ or "").strip(),
+                description=_first_sentence(fn.__doc__ or "") if brief else (fn.__doc__ or "").strip(),
                 args_schema=schema,
                 infer_schema=False,
             )
@@ -307,6 +309,11 @@ class AgentTools:
 
         run.__name__ = name
         return run
+
+
+def _first_sentence(doc: str) -> str:
+    first = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    return re.split(r"(?<=[^.])\.\s+(?=[A-Z])", first, maxsplit=1)[0].rstrip(".") + "."
 
 
 def _since(started: float) -> float:
