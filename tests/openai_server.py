@@ -178,8 +178,17 @@ class _Answer:
 class ScriptedOpenAIServer:
     """Serves a scripted sequence of chat-completion replies on an ephemeral loopback port."""
 
-    def __init__(self, script: list[Reply], model: str = "scripted-model", *, chunk_size: int = 4) -> None:
+    def __init__(
+        self,
+        script: list[Reply],
+        model: str = "scripted-model",
+        *,
+        chunk_size: int = 4,
+        model_info: dict[str, Any] | None = None,
+    ) -> None:
+        """`model_info`: extra fields of the model's entry in GET /v1/models (e.g. llama.cpp's ``meta``)."""
         self.model = model
+        self.model_info = model_info or {}
         self.chunk_size = chunk_size
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -329,8 +338,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self._path() == "/v1/models":
-            model = self.server.scripted.model
-            self._send_json(200, {"object": "list", "data": [_model_entry(model)]})
+            scripted = self.server.scripted
+            self._send_json(200, {"object": "list", "data": [{**_model_entry(scripted.model), **scripted.model_info}]})
         else:
             self._send_error(404, f"no route for GET {self.path}", "not_found")
 

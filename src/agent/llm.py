@@ -159,7 +159,8 @@ class BoundedChatOpenAI(ChatOpenAI):
         return True
 
     def _failed(self, error: LLMError) -> LLMError:
-        if error.endpoint_down:
+        # Remembered for the rest of the question (or the batch); a call outside any question stands alone.
+        if error.endpoint_down and (self._depth > 0 or self.keep_failures):
             self._failure = error
         return error
 
@@ -180,7 +181,8 @@ class BoundedChatOpenAI(ChatOpenAI):
             return self._error("unreachable", f"cannot connect ({detail})" if detail else "cannot connect")
         if isinstance(exc, openai.APIStatusError):
             kind = "server" if exc.status_code >= 500 else "rejected"
-            return self._error(kind, f"HTTP {exc.status_code}: {exc.message}")
+            message = re.sub(r"^Error code: \d+ - ", "", exc.message)
+            return self._error(kind, f"HTTP {exc.status_code}: {message}")
         if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2", "h11"):
             return self._error("unreachable", f"the connection broke ({type(exc).__name__}: {exc})")
         return self._error("bad_response", f"the reply is not a chat completion ({type(exc).__name__}: {exc})")
@@ -196,7 +198,7 @@ def _root_cause(exc: BaseException) -> BaseException:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.0f} s" if value >= 10 else f"{value:.2g} s"
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
 
 
 def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:

@@ -326,17 +326,22 @@ class Searcher:
                     on_token(piece)
 
             try:
-                text = self._generate(query, context_text, emit if on_token is not None else None)
+                text, cut = self._generate(query, context_text, emit if on_token is not None else None)
+                cited = {int(n) for n in _CITATION.findall(text)} & {s.n for s in sources}
+                if cut and not cited:
+                    # A reply that ran to max_tokens citing nothing is a model rambling, not an answer.
+                    raise model_error(model, "bad_response", "it wrote up to max_tokens citing nothing")
             except LLMError as exc:
                 llm_error, extractive = str(exc), True
                 notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
                 text = extractive_answer(query, evidence, header=header)
             else:
-                cited = {int(n) for n in _CITATION.findall(text)}
-                if cited & {s.n for s in sources}:
+                if cited:
                     sources = [s for s in sources if s.n in cited]
                 else:
                     notes.append("The model cited none of the sources; all retrieved sources are listed.")
+                if cut:
+                    notes.append("The model's answer was cut at llm.max_tokens.")
             if extractive and emitted and on_token is not None:
                 on_token("\n\n" + "\n".join([*notes, "", text]))  # the stream broke off: the reader gets the rest
         if notes and (extractive or not sources):
@@ -369,16 +374,22 @@ class Searcher:
         """The chat loop's entry point: `answer` with history and streaming."""
         return self.answer(query, history=history, on_token=on_token)
 
-    def _generate(self, query: str, context: str, on_token: Callable[[str], None] | None = None) -> str:
-        """The model's answer from the context; an LLMError when the model fails or writes no answer."""
+    def _generate(
+        self, query: str, context: str, on_token: Callable[[str], None] | None = None
+    ) -> tuple[str, bool]:
+        """The model's answer from the context, and whether it was cut at max_tokens; an LLMError when the model
+        fails or writes no answer."""
         assert self.chat_model is not None
         messages = [HumanMessage(content=load_prompt("answer").format(context=context, question=query))]
         try:
             if on_token is None:
-                text = str(self.chat_model.invoke(messages).text).strip()
+                reply = self.chat_model.invoke(messages)
+                text, metadata = str(reply.text).strip(), reply.response_metadata
             else:
                 pieces: list[str] = []
+                metadata = {}
                 for chunk in self.chat_model.stream(messages):
+                    metadata = {**metadata, **chunk.response_metadata}
                     piece = str(chunk.text)
                     if piece:
                         pieces.append(piece)
@@ -389,7 +400,7 @@ class Searcher:
         if not text or looks_like_a_call(text):
             what = "an empty reply" if not text else "a tool call instead of an answer"
             raise model_error(self.chat_model, "bad_response", f"it wrote {what}")
-        return text
+        return text, metadata.get("finish_reason") == "length"
 
 
 def evidence_sources(evidence: list[Evidence]) -> list[Source]:
