@@ -245,7 +245,7 @@ def _trace(console: Console, answers: list[Answer]) -> None:
     last = answers[-1]
     console.print(escape(_path(last)), highlight=False, soft_wrap=True)
     if not last.trace:
-        if last.mode != "agent":
+        if last.mode == "single-shot":
             console.print("no tool calls (single-shot answer)", highlight=False)
     else:
         table = Table(title=f"trace of {escape(repr(last.query))}", title_justify="left")
