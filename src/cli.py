@@ -468,8 +468,6 @@ def doctor(
     ] = False,
 ) -> None:
     """Check the model endpoint, the embedding model and the Milvus store; exit code 1 when a needed part is broken."""
-    from rich.table import Table
-
     from .doctor import run_doctor
 
     settings = _settings(kb)
@@ -478,14 +476,13 @@ def doctor(
         sys.stdout.write(json.dumps({"ok": report.ok, **report.model_dump(mode="json")}, indent=2) + "\n")
     else:
         colours = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
-        table = Table(show_header=False, box=None, padding=(0, 2))
-        table.add_column(no_wrap=True)
-        table.add_column(no_wrap=True)
-        table.add_column(overflow="fold")
+        width = max(len(c.name) for c in report.checks)
         for check in report.checks:
-            # Details carry text from outside (endpoint errors, model and kb names): never markup.
-            table.add_row(f"[{colours[check.status]}]{check.status}[/]", escape(check.name), escape(check.detail))
-        console.print(table)
+            # One line per check, never wrapped (grep-able when piped); details carry text from outside
+            # (endpoint errors, model and kb names): never markup.
+            status = f"[{colours[check.status]}]{check.status:<4}[/]"
+            line = f"{status}  {escape(check.name.ljust(width))}  {escape(check.detail)}"
+            console.print(line, soft_wrap=True, highlight=False)
         verdict = "everything needed works" if report.ok else "something needed is broken (see fail above)"
         console.print(f"[bold]{verdict}[/bold]", highlight=False)
     if not report.ok:
