@@ -35,7 +35,7 @@ from paperscope.eval.runner import run_eval  # noqa: E402
 from paperscope.rag.ingest import ingest  # noqa: E402
 from paperscope.rag.store import PaperStore  # noqa: E402
 
-CITE = re.compile(r"\[([0-9a-f-]{36}:\d+)\]")
+CITE = re.compile(r"\[(P\d+:\d+)\]")  # the short citation ids the agent's tools show the model
 
 
 class PolicyModel(BaseChatModel):
