@@ -85,11 +85,12 @@ def with_text_calls(reply: AIMessage, names: set[str], turn: int) -> AIMessage:
 
 
 def build_graph(
-    chat_model: BaseChatModel, tools: AgentTools, max_iterations: int, *, brief_tools: bool = False
+    chat_model: BaseChatModel, tools: AgentTools, max_iterations: int, *, tools_in_prompt: bool = False
 ) -> CompiledStateGraph[Any]:
-    """Compile the agent graph for one run (the tools carry the run's state); `brief_tools`: see AgentTools.tools."""
-    bound = tools.tools(brief=brief_tools)
-    model_with_tools = chat_model.bind_tools(bound)
+    """Compile the agent graph for one run (the tools carry the run's state). `tools_in_prompt`: the system prompt
+    lists the tools and asks for calls as text, so no tool declarations are sent (the compact contract)."""
+    bound = tools.tools()
+    model_with_tools = chat_model if tools_in_prompt else chat_model.bind_tools(bound)
     # ToolNode runs the independent calls of one turn concurrently and turns bad arguments into error messages.
     tool_node = ToolNode(bound, handle_tool_errors=tools.tool_error)
     names = {t.name for t in bound}

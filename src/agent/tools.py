@@ -239,9 +239,8 @@ class AgentTools:
 
     # --- binding -----------------------------------------------------------------------------------------
 
-    def tools(self, *, brief: bool = False) -> list[BaseTool]:
-        """The tools as LangChain tools, each timed and traced. `brief`: each described by its first sentence
-        only (the compact prompt's contract: the declarations are most of a small model's prompt)."""
+    def tools(self) -> list[BaseTool]:
+        """The tools as LangChain tools, each timed and traced."""
         specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
             (self.search_abstracts, SearchAbstractsArgs),
             (self.search_by_section, SearchBySectionArgs),
@@ -253,7 +252,7 @@ class AgentTools:
             StructuredTool.from_function(
                 func=self._traced(fn),
                 name=fn.__name__,
-                description=_first_sentence(fn.__doc__ or "") if brief else (fn.__doc__ or "").strip(),
+                description=(fn.__doc__ or "").strip(),
                 args_schema=schema,
                 infer_schema=False,
             )
@@ -309,6 +308,20 @@ class AgentTools:
 
         run.__name__ = name
         return run
+
+
+def signatures(tools: Sequence[BaseTool]) -> str:
+    """The tools as the compact prompt lists them, one line each: `- name(arg, arg=default): what it does.`
+
+    A small model reads these instead of the JSON schema declarations, which are most of its prompt otherwise.
+    """
+    lines = []
+    for t in tools:
+        schema = t.args_schema
+        fields = schema.model_fields if isinstance(schema, type) and issubclass(schema, BaseModel) else {}
+        params = [name if f.is_required() else f"{name}={f.default!r}" for name, f in fields.items()]
+        lines.append(f"- {t.name}({', '.join(params)}): {_first_sentence(t.description)}")
+    return "\n".join(lines)
 
 
 def _first_sentence(doc: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 
@@ -328,3 +329,30 @@ def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: 
     assert "(INTRODUCTION)" in intro and all(state.resolve(c) for c in CITE.findall(intro))
     [step] = state.trace
     assert step.args == {"doc_id": doc} and doc in step.observation and "P1:" not in step.observation
+
+
+def test_the_compact_contract_lists_the_tools_in_the_prompt_and_reads_calls_from_text(
+    sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    def call(name: str, args: dict[str, object]) -> AIMessage:
+        return final(f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args)}}}\n</tool_call>')
+
+    def scoped(messages: list[BaseMessage]) -> AIMessage:
+        label = label_of(messages, "QuantKV")
+        return call("search_by_section", {"query": "memory saving", "doc_id": label, "category": "EVALUATION"})
+
+    def finish(messages: list[BaseMessage]) -> AIMessage:
+        [first, *_] = CITE.findall(str(tool_results(messages)[-1].content))
+        return call("finish", {"answer": f"It saves memory [{first}].", "sources": [first]})
+
+    settings = sample_kb.settings.model_copy(deep=True)
+    settings.agent.prompt = "compact"
+    model = ScriptedChatModel([scoped, finish])
+    searcher = AgenticSearcher(sample_kb, model, settings=settings)
+    answer = searcher.run("How much memory does QuantKV save?")
+    system = str(model.calls[0][0].content)
+    assert searcher.prompt_name == "agentic_searcher_compact"
+    assert "- search_by_section(query, doc_id=None, category=None, k=5): Search passages" in system
+    assert "<tool_call>" in system and model.call_tools == [[], []]  # no schema declarations sent
+    assert answer.mode == "agent" and answer.answer == "It saves memory [1]."
+    assert answer.sources[0].doc_id == sample_doc_ids["quantkv"] and all(s.from_text for s in answer.trace)
