@@ -162,6 +162,42 @@ def test_invalid_text_arguments_go_back_to_the_model(endpoint: Start, sample_kb:
     assert answer.trace[0].error and answer.trace[0].from_text
 
 
+def test_a_chain_of_calls_written_ahead_is_cut_after_the_first(endpoint: Start, sample_kb: PaperStore) -> None:
+    chain = "\n".join(
+        str(hermes_call(name, args).content)
+        for name, args in [
+            ("search_abstracts", {"query": "FlashRank"}),
+            ("search_by_section", {"query": "queries", "doc_id": "P3", "category": "METHOD"}),
+            ("finish", {"answer": "FlashRank used 100 million documents [P3:1].", "sources": ["P3:1"]}),
+        ]
+    )
+
+    def finish(request: dict[str, Any]) -> Reply:
+        [first, *_] = SHORT.findall(last_tool_result(request))
+        return hermes_call("finish", {"answer": f"Read it [{first}].", "sources": [first]})
+
+    server = endpoint([Text(chain), finish])
+    answer = searcher(sample_kb).run(QUESTION)
+    # Only the first call ran: the rest guessed at results (the invented finish never became the answer).
+    assert [(s.turn, s.tool) for s in answer.trace] == [(1, "search_abstracts")]
+    assert answer.mode == "agent" and answer.answer == "Read it [1]." and "100 million" not in answer.answer
+    sent = next(m for m in server.messages(1) if m["role"] == "assistant")
+    assert [c["function"]["name"] for c in sent["tool_calls"]] == ["search_abstracts"]
+
+
+def test_a_finish_called_with_other_tools_waits_for_their_results(endpoint: Start, sample_kb: PaperStore) -> None:
+    def finish(request: dict[str, Any]) -> Reply:
+        [first, *_] = SHORT.findall(last_tool_result(request))
+        return ToolCalls([("finish", {"answer": f"Read it [{first}].", "sources": [first]})])
+
+    early = ToolCalls([("search_abstracts", {"query": "FlashRank"}), ("finish", {"answer": "Guess.", "sources": []})])
+    endpoint([early, finish])
+    answer = searcher(sample_kb).run(QUESTION)
+    assert answer.mode == "agent" and answer.answer == "Read it [1]." and answer.turns == 2
+    assert [(s.tool, s.error) for s in answer.trace] == [("finish", True), ("search_abstracts", False)]
+    assert "finish ignored" in answer.trace[0].observation
+
+
 # --- no tools, schemas, rambling: never ungrounded text -----------------------------------------------------
 
 

@@ -14,7 +14,17 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, InvalidToolCall, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    AnyMessage,
+    HumanMessage,
+    InvalidToolCall,
+    ToolCall,
+    ToolMessage,
+)
+from langchain_core.messages.utils import message_chunk_to_message
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
@@ -23,9 +33,10 @@ from pydantic import ValidationError
 
 from ..errors import LLMError
 from ..prompts import load_prompt
+from .answer import TraceStep
 from .llm import as_llm_error
-from .textcalls import parse_text_calls
-from .tools import AgentTools, FinishArgs
+from .textcalls import enough_read, parse_text_calls
+from .tools import AgentTools, FinishArgs, brief_declarations
 
 PARSED_FROM_TEXT = "parsed_from_text"  # response_metadata key of a reply whose calls were written as text
 
@@ -84,13 +95,48 @@ def with_text_calls(reply: AIMessage, names: set[str], turn: int) -> AIMessage:
     )
 
 
+def read_reply(model: Runnable[Any, Any], messages: list[AnyMessage], names: set[str]) -> AIMessage:
+    """The model's reply, streamed; one that writes tool calls as text is cut once its first call is complete
+    (closing the stream stops the generation on the server)."""
+    total: AIMessageChunk | None = None
+    stream = model.stream(messages)
+    try:
+        for chunk in stream:
+            if not isinstance(chunk, AIMessageChunk):
+                if isinstance(chunk, AIMessage):
+                    return chunk  # a model that cannot stream hands over its whole reply
+                continue
+            total = chunk if total is None else total + chunk
+            if not total.tool_call_chunks and enough_read(str(total.text), names):
+                break
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+    if total is None:
+        return AIMessage(content="")
+    reply = message_chunk_to_message(total)
+    return reply if isinstance(reply, AIMessage) else AIMessage(content=str(reply.content))
+
+
+def without_early_finish(reply: AIMessage) -> tuple[AIMessage, bool]:
+    """`reply` without a `finish` called in the same turn as other tools (an answer written before their
+    results could be read: small models plan a whole chain of calls at once); True when one was dropped."""
+    others = [c for c in reply.tool_calls if c["name"] != "finish"]
+    if not others or len(others) == len(reply.tool_calls):
+        return reply, False
+    return reply.model_copy(update={"tool_calls": others}), True
+
+
 def build_graph(
-    chat_model: BaseChatModel, tools: AgentTools, max_iterations: int, *, tools_in_prompt: bool = False
+    chat_model: BaseChatModel, tools: AgentTools, max_iterations: int, *, brief: bool = False
 ) -> CompiledStateGraph[Any]:
-    """Compile the agent graph for one run (the tools carry the run's state). `tools_in_prompt`: the system prompt
-    lists the tools and asks for calls as text, so no tool declarations are sent (the compact contract)."""
+    """Compile the agent graph for one run (the tools carry the run's state). `brief`: declare the tools to the
+    model briefly (the compact contract, see `brief_declarations`); they run and validate the same."""
     bound = tools.tools()
-    model_with_tools = chat_model if tools_in_prompt else chat_model.bind_tools(bound)
+    # The tools are declared even to a model that writes its calls as text: its chat template turns the
+    # declarations into the call format it was trained on, which a prompt of our own does not match.
+    model_with_tools = chat_model.bind_tools(brief_declarations(bound) if brief else bound)
     # ToolNode runs the independent calls of one turn concurrently and turns bad arguments into error messages.
     tool_node = ToolNode(bound, handle_tool_errors=tools.tool_error)
     names = {t.name for t in bound}
@@ -99,11 +145,16 @@ def build_graph(
     def call_model(state: AgentState) -> dict[str, Any]:
         turn = state["turns"] + 1
         try:
-            reply = model_with_tools.invoke(state["messages"])
+            reply = read_reply(model_with_tools, state["messages"], names)
         except Exception as exc:  # a failing model ends the loop; the searcher answers without it
             return {"error": as_llm_error(exc, chat_model), "turns": turn}
         if isinstance(reply, AIMessage):
-            reply = with_text_calls(reply, names, turn)
+            reply, dropped = without_early_finish(with_text_calls(reply, names, turn))
+            if dropped:
+                note = "error: finish ignored: it came with other calls, before their results were read"
+                from_text = bool(reply.response_metadata.get(PARSED_FROM_TEXT))
+                step = TraceStep(tool="finish", observation=note, error=True, turn=turn, from_text=from_text)
+                tools.state.record(step)
         return {"messages": [reply], "turns": turn}
 
     def run_tools(state: AgentState) -> dict[str, Any]:
@@ -124,7 +175,11 @@ def build_graph(
                 tools.state.record_error(bad.get("name") or "?", message)
                 out.append(ToolMessage(content=message, tool_call_id=bad.get("id") or "invalid", status="error"))
             from_text = bool(last.response_metadata.get(PARSED_FROM_TEXT))
-            for step in trace[first_step:]:  # model turns are sequential: every new step belongs to this turn
+            # Model turns are sequential: every new step belongs to this turn. The calls ran concurrently and
+            # were traced as they ended; list them in the order the model made them.
+            order = {name: i for i, name in reversed(list(enumerate(c["name"] for c in last.tool_calls)))}
+            trace[first_step:] = sorted(trace[first_step:], key=lambda s: order.get(s.tool, len(order)))
+            for step in trace[first_step:]:
                 step.turn, step.from_text = state["turns"], from_text
         return {"messages": out}
 

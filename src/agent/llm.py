@@ -120,6 +120,8 @@ class BoundedChatOpenAI(ChatOpenAI):
                     if time.monotonic() > ends:
                         reason = f"the reply was still streaming after {_seconds(timeout)}"
                         raise self._failed(self._error("timeout", reason))
+                if not started:  # e.g. a 200 with "{}" or HTML where server-sent events were due
+                    raise self._failed(self._error("bad_response", "the reply is not a chat completion (no events)"))
                 return
             except LLMError:
                 raise
@@ -217,6 +219,7 @@ def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:
         temperature=settings.temperature,
         max_tokens=settings.max_tokens,  # type: ignore[call-arg]
         extra_body={"max_tokens": settings.max_tokens} if local else None,
+        stream_usage=True,  # the agent streams its turns; token usage still counted
         timeout=settings.timeout,
         max_retries=0,  # retries are ours: only connection errors and 5xx, within the question's budget
         call_timeout=settings.timeout,

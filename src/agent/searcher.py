@@ -43,7 +43,7 @@ from .probe import prompt_choice
 from .router import Intent, PaperRef
 from .streaming import AnswerStream
 from .textcalls import looks_like_a_call
-from .tools import AgentTools, RunState, signatures
+from .tools import AgentTools, RunState
 
 CATALOGUE_IN_PROMPT = 60  # papers listed in the system prompt; larger collections rely on search_abstracts
 PROMPTS = {"full": "agentic_searcher", "compact": "agentic_searcher_compact"}
@@ -153,14 +153,13 @@ class AgenticSearcher:
         tools = AgentTools(self.store, self.settings, state, papers)
         prompt = self.prompt_name
         compact = prompt == PROMPTS["compact"]
-        graph = build_graph(self.chat_model, tools, self.max_iterations, tools_in_prompt=compact)
+        graph = build_graph(self.chat_model, tools, self.max_iterations, brief=compact)
         listing = "\n".join(paper_entry(labels.label(p.doc_id), p) for p in listed)
         if len(papers) > CATALOGUE_IN_PROMPT:
             listing += f"\n- ... and {len(papers) - CATALOGUE_IN_PROMPT} more: use search_abstracts"
-        values: dict[str, Any] = {"n_papers": len(papers), "papers": listing or "(empty)"}
-        if compact:
-            values["tools"] = signatures(tools.tools())
-        system = load_prompt(prompt).format(**values, max_iterations=self.max_iterations)
+        system = load_prompt(prompt).format(
+            n_papers=len(papers), papers=listing or "(empty)", max_iterations=self.max_iterations
+        )
         messages: list[AnyMessage] = [SystemMessage(content=system)]
         for earlier in history or []:
             cited = "; ".join(sorted({f"{labels.label(s.doc_id)} {s.title}" for s in earlier.sources}))

@@ -62,6 +62,24 @@ def parse_text_calls(text: str, tool_names: Collection[str]) -> list[TextCall]:
     return []
 
 
+_CLOSED = re.compile(r"(</tool_call>|</tools>|</function>|<\|eom_id\|>|<\|eot_id\|>|/>|[}\])]|```)\s*\Z")
+
+
+def enough_read(text: str, tool_names: Collection[str]) -> bool:
+    """True once `text` (a reply still arriving) holds a whole call, or a whole copied tool schema: enough to
+    stop reading it.
+
+    Small models write a chain of calls in one reply, the later ones guessing at results they have not seen,
+    or copy out every tool declaration, at a few tokens a second on a laptop: the first complete call is the
+    one worth running, and a copied schema already says the reply holds none.
+    """
+    if _CLOSED.search(text) is None:
+        return False
+    if any(c.args is not None for c in parse_text_calls(text, tool_names)):
+        return True
+    return any(_is_declaration(obj) for obj in _json_objects(text))
+
+
 def looks_like_a_call(text: str) -> bool:
     """True when `text` carries tool-call or tool-schema markup: never show it to a user as an answer."""
     markers = ("<tool_call", "</tool_call", "<function", "<tools>", "<|python_tag|>", '"arguments"', '"parameters"')
@@ -193,6 +211,16 @@ def _decoded(name: str, raw: str) -> TextCall:
     if isinstance(obj, dict):
         return TextCall(name, obj)
     return TextCall(name, None, error or "arguments must be a JSON object")
+
+
+def _is_declaration(obj: Any) -> bool:
+    """A copied tool declaration: {"type": "function", "function": {... "parameters": schema}} or its inner part."""
+    if not isinstance(obj, dict):
+        return False
+    function = obj.get("function")
+    inner: dict[str, Any] = function if isinstance(function, dict) else obj
+    params = inner.get("parameters")
+    return isinstance(inner.get("name"), str) and isinstance(params, dict) and _is_schema(params)
 
 
 def _is_schema(args: dict[str, Any]) -> bool:

@@ -8,6 +8,7 @@ accepted too. A bad argument goes back to the model as a one-line error (`BadToo
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 import time
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import BaseModel, Field, ValidationError
 
@@ -252,7 +254,7 @@ class AgentTools:
             StructuredTool.from_function(
                 func=self._traced(fn),
                 name=fn.__name__,
-                description=(fn.__doc__ or "").strip(),
+                description=inspect.cleandoc(fn.__doc__ or ""),
                 args_schema=schema,
                 infer_schema=False,
             )
@@ -310,18 +312,33 @@ class AgentTools:
         return run
 
 
-def signatures(tools: Sequence[BaseTool]) -> str:
-    """The tools as the compact prompt lists them, one line each: `- name(arg, arg=default): what it does.`
+def brief_declarations(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
+    """The tools as OpenAI tool declarations for a small model: each described by its first sentence, its
+    arguments by type, default and description only (no length or range limits: the tools still check them).
 
-    A small model reads these instead of the JSON schema declarations, which are most of its prompt otherwise.
+    The full declarations are most of a small model's prompt (about 1,100 of 1,900 tokens with 12 papers).
     """
-    lines = []
+    out = []
     for t in tools:
-        schema = t.args_schema
-        fields = schema.model_fields if isinstance(schema, type) and issubclass(schema, BaseModel) else {}
-        params = [name if f.is_required() else f"{name}={f.default!r}" for name, f in fields.items()]
-        lines.append(f"- {t.name}({', '.join(params)}): {_first_sentence(t.description)}")
-    return "\n".join(lines)
+        schema = convert_to_openai_tool(t)["function"]
+        params = schema.get("parameters", {})
+        props = {name: _brief_property(p) for name, p in params.get("properties", {}).items()}
+        brief = {"type": "object", "properties": props, "required": params.get("required", [])}
+        function = {"name": t.name, "description": _first_sentence(t.description), "parameters": brief}
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _brief_property(prop: dict[str, Any]) -> dict[str, Any]:
+    kinds = [p.get("type") for p in prop.get("anyOf", [])] if "anyOf" in prop else [prop.get("type")]
+    kept: dict[str, Any] = {"type": next((k for k in kinds if k and k != "null"), "string")}
+    if "items" in prop:
+        kept["items"] = {"type": prop["items"].get("type", "string")}
+    if prop.get("default") is not None:
+        kept["default"] = prop["default"]
+    if "description" in prop:
+        kept["description"] = prop["description"]
+    return kept
 
 
 def _first_sentence(doc: str) -> str:

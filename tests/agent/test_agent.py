@@ -11,7 +11,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from paperscope.agent.searcher import AgenticSearcher
-from paperscope.agent.tools import AgentTools, RunState
+from paperscope.agent.tools import AgentTools, RunState, brief_declarations
+from paperscope.prompts import load_prompt
 from paperscope.rag.store import PaperStore
 from tests.scripted_model import ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 
@@ -316,6 +317,24 @@ def test_streaming_hands_the_answer_to_the_chat(
     assert "".join(pieces) == answer.answer
 
 
+def test_brief_declarations_keep_names_types_and_defaults_only(sample_kb: PaperStore) -> None:
+    tools = AgentTools(sample_kb, sample_kb.settings, RunState()).tools()
+    declared = {d["function"]["name"]: d["function"] for d in brief_declarations(tools)}
+    section = declared["search_by_section"]
+    assert section["description"] == (
+        "Search passages of the papers, optionally only in one paper (doc_id: P1, P2, ...) and one section category."
+    )
+    assert section["parameters"]["required"] == ["query"]
+    assert section["parameters"]["properties"]["k"] == {
+        "type": "integer",
+        "default": 5,
+        "description": "How many passages to return (1-10).",
+    }
+    assert section["parameters"]["properties"]["doc_id"]["type"] == "string"  # not anyOf [string, null]
+    assert declared["finish"]["parameters"]["properties"]["sources"]["items"] == {"type": "string"}
+    assert "minimum" not in json.dumps(declared) and "maxLength" not in json.dumps(declared)
+
+
 def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
     state = RunState()
     tools = AgentTools(sample_kb, sample_kb.settings, state)
@@ -331,7 +350,7 @@ def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: 
     assert step.args == {"doc_id": doc} and doc in step.observation and "P1:" not in step.observation
 
 
-def test_the_compact_contract_lists_the_tools_in_the_prompt_and_reads_calls_from_text(
+def test_the_compact_contract_declares_the_tools_briefly_and_reads_calls_from_text(
     sample_kb: PaperStore, sample_doc_ids: dict[str, str]
 ) -> None:
     def call(name: str, args: dict[str, object]) -> AIMessage:
@@ -351,8 +370,14 @@ def test_the_compact_contract_lists_the_tools_in_the_prompt_and_reads_calls_from
     searcher = AgenticSearcher(sample_kb, model, settings=settings)
     answer = searcher.run("How much memory does QuantKV save?")
     system = str(model.calls[0][0].content)
-    assert searcher.prompt_name == "agentic_searcher_compact"
-    assert "- search_by_section(query, doc_id=None, category=None, k=5): Search passages" in system
-    assert "<tool_call>" in system and model.call_tools == [[], []]  # no schema declarations sent
+    assert searcher.prompt_name == "agentic_searcher_compact" and "Reply with tool calls only." in system
+    assert 2 * len(load_prompt("agentic_searcher_compact").text) < len(load_prompt("agentic_searcher").text)
+    assert set(model.call_tools[0]) == {
+        "search_abstracts",
+        "search_by_section",
+        "get_context_window",
+        "get_paper_introduction",
+        "finish",
+    }
     assert answer.mode == "agent" and answer.answer == "It saves memory [1]."
     assert answer.sources[0].doc_id == sample_doc_ids["quantkv"] and all(s.from_text for s in answer.trace)
