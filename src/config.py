@@ -66,7 +66,9 @@ class LLMSettings(_Part):
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (OPENAI_BASE_URL), e.g. vLLM or Ollama.")
     api_key: SecretStr | None = Field(None, description="API key (OPENAI_API_KEY); local servers accept any value.")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature.")
-    max_tokens: int = Field(1024, ge=16, le=65536, description="Most tokens the model may write in one reply.")
+    max_tokens: int = Field(
+        512, ge=16, le=65536, description="Most tokens the model writes in one reply (512: a minute of a slow model)."
+    )
     timeout: float = Field(
         60.0, gt=0, description="Seconds one request may take: no byte for this long, or a longer stream, fails it."
     )
