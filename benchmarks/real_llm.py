@@ -56,7 +56,7 @@ def fallback_taken(answer: Answer) -> str:
         return "model failed: " + answer.llm_error.split("failed: ", 1)[-1]
     if "without using the search tools" in note:
         return "no tool use"
-    if "cited none of the passages" in note:
+    if "no answer that cites" in note:
         return "uncited answer"
     return note[:40]
 

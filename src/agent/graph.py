@@ -5,8 +5,7 @@ fails, or runs out of turns; out of turns, a last `wrap_up` call without tools a
 
 Real models are imperfect, so the loop also:
 - runs tool calls the model wrote as text (textcalls.py) as real calls, marked `from_text` in the trace;
-- re-prompts once (`nudge`) when the model answers or finishes before it has read anything, and once
-  (`ask_to_cite`) when it answers after reading but cites none of what it read;
+- re-prompts once (`nudge`) when the model answers or finishes before it has read anything;
 - stops on a model failure, keeping the error in the state: the searcher then answers without the agent.
 """
 
@@ -35,7 +34,6 @@ from pydantic import ValidationError
 from ..errors import LLMError
 from ..prompts import load_prompt
 from .answer import TraceStep
-from .citations import BRACKET, ids_in
 from .llm import as_llm_error
 from .textcalls import enough_read, parse_text_calls
 from .tools import AgentTools, FinishArgs, brief_declarations
@@ -50,13 +48,12 @@ class AgentState(TypedDict):
     turns: int
     cut_short: bool
     nudged: bool
-    asked_to_cite: bool
     error: LLMError | None
 
 
 def initial_state(messages: list[AnyMessage]) -> AgentState:
     """The state a run starts from."""
-    return AgentState(messages=messages, turns=0, cut_short=False, nudged=False, asked_to_cite=False, error=None)
+    return AgentState(messages=messages, turns=0, cut_short=False, nudged=False, error=None)
 
 
 def finish_call(message: AnyMessage) -> dict[str, Any] | None:
@@ -189,19 +186,6 @@ def build_graph(
     def nudge(state: AgentState) -> dict[str, Any]:
         return {"messages": [HumanMessage(content=load_prompt("use_tools").format())], "nudged": True}
 
-    def ask_to_cite(state: AgentState) -> dict[str, Any]:
-        return {"messages": [HumanMessage(content=load_prompt("cite_and_finish").format())], "asked_to_cite": True}
-
-    def cites_what_it_read(message: AnyMessage) -> bool:
-        """The answer (plain text or finish) cites a passage of this run, or, finishing, claims none at all."""
-        finish = finish_call(message)
-        text = str(finish["answer"]) if finish else str(message.text)
-        claimed = [str(c) for c in finish["sources"]] if finish else []
-        cited = claimed + [cid for m in BRACKET.finditer(text) for cid in ids_in(m.group(1))]
-        if finish is not None and not cited:
-            return True  # "the papers do not answer this": a finish may cite nothing
-        return any(tools.state.resolve(cid) for cid in cited)
-
     def wrap_up(state: AgentState) -> dict[str, Any]:
         try:
             reply = chat_model.invoke([*state["messages"], HumanMessage(content=load_prompt("wrap_up").format())])
@@ -216,12 +200,11 @@ def build_graph(
         calls = isinstance(last, AIMessage) and bool(last.tool_calls or last.invalid_tool_calls)
         finished = finish_call(last) is not None
         if not calls or finished:
-            turns_left = state["turns"] < max_iterations
-            if not tools.state.seen:
-                # An answer before reading anything is from memory: ask once for a tool call instead.
-                return "nudge" if not state["nudged"] and turns_left else END
-            if not state["asked_to_cite"] and turns_left and not cites_what_it_read(last):
-                return "ask_to_cite"  # it read passages but cites none of them: ask once for a cited finish
+            # An answer before reading anything is from memory: ask once for a tool call instead. (An answer
+            # after reading that cites none of it is not asked again: rewriting it from the passages with
+            # answer.md gives small models' answers more of the facts, see searcher.py.)
+            if not tools.state.seen and not state["nudged"] and state["turns"] < max_iterations:
+                return "nudge"
             return END
         return "tools"
 
@@ -232,12 +215,10 @@ def build_graph(
     graph.add_node("model", call_model)
     graph.add_node("tools", run_tools)
     graph.add_node("nudge", nudge)
-    graph.add_node("ask_to_cite", ask_to_cite)
     graph.add_node("wrap_up", wrap_up)
     graph.add_edge(START, "model")
-    graph.add_conditional_edges("model", after_model, ["tools", "nudge", "ask_to_cite", END])
+    graph.add_conditional_edges("model", after_model, ["tools", "nudge", END])
     graph.add_edge("nudge", "model")
-    graph.add_edge("ask_to_cite", "model")
     graph.add_conditional_edges("tools", after_tools, ["model", "wrap_up"])
     graph.add_edge("wrap_up", END)
     return graph.compile()

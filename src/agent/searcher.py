@@ -50,7 +50,7 @@ PROMPTS = {"full": "agentic_searcher", "compact": "agentic_searcher_compact"}
 
 NO_TOOLS = "The model answered without using the search tools; the answer was written from single-shot retrieval."
 NO_CITATION = (
-    "The model's answer cited none of the passages it had read; the answer was written from those passages."
+    "The model gave no answer that cites the passages it had read; the answer was written from those passages."
 )
 
 
@@ -209,7 +209,8 @@ class AgenticSearcher:
         wanted = list(dict.fromkeys([*claimed, *inline]))
         valid = list(dict.fromkeys(full for cid in wanted if (full := state.resolve(cid)) is not None))
         cited_nothing_read = (finish is None or bool(wanted)) and not valid
-        if not text.strip() or looks_like_a_call(text) or cited_nothing_read:
+        words = BRACKET.sub(" ", text).strip()  # an "answer" of citations alone says nothing
+        if not words or looks_like_a_call(text) or cited_nothing_read:
             return fallback(NO_CITATION, use_model=True, plan=self._gathered_plan(query, run))
 
         notes: list[str] = []

@@ -82,7 +82,16 @@ def enough_read(text: str, tool_names: Collection[str]) -> bool:
 
 def looks_like_a_call(text: str) -> bool:
     """True when `text` carries tool-call or tool-schema markup: never show it to a user as an answer."""
-    markers = ("<tool_call", "</tool_call", "<function", "<tools>", "<|python_tag|>", '"arguments"', '"parameters"')
+    markers = (
+        "<tool_call",
+        "</tool_call",
+        "<tool_response",  # echoed back from the chat template's rendering of tool results
+        "<function",
+        "<tools>",
+        "<|python_tag|>",
+        '"arguments"',
+        '"parameters"',
+    )
     return any(m in text for m in markers)
 
 

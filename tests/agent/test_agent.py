@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from paperscope.agent.searcher import AgenticSearcher
+from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
 from paperscope.prompts import load_prompt
 from paperscope.rag.store import PaperStore
@@ -210,38 +210,40 @@ def test_an_answer_citing_only_unread_passages_is_rewritten_from_what_was_read(
     searcher, model = agent_for(
         tool_call("search_by_section", {"query": "pretraining tokens", "doc_id": doc}),
         tool_call("finish", {"answer": "It is 42 [P1:999].", "sources": ["P1:999"]}),
-        final("It is 42, I am sure."),
         final("Marten-1B was pretrained on 600B tokens [1]."),
     )
     answer = searcher.run("How many tokens was Marten-1B trained on?")
-    # Asked once to cite what it read; it did not: it wrote the answer again from those passages, as excerpts.
-    assert str(model.calls[2][-1].content).startswith("Call finish now with your answer, citing")
-    assert "Excerpts:" in str(model.calls[3][-1].content) and "[Paper: Marten" in str(model.calls[3][-1].content)
+    # The model wrote the answer again, from the passages it had read, numbered as excerpts.
+    assert "Excerpts:" in str(model.calls[2][-1].content) and "[Paper: Marten" in str(model.calls[2][-1].content)
     assert answer.mode == "fallback" and answer.supported
     assert answer.answer == "Marten-1B was pretrained on 600B tokens [1]."
     assert [s.doc_id for s in answer.sources] == [doc]
-    assert answer.notes[0].startswith("The model's answer cited none of the passages it had read")
+    assert answer.notes[0] == NO_CITATION
     assert [s.tool for s in answer.trace] == ["search_by_section"]
 
 
-def test_a_plain_answer_after_reading_is_asked_once_to_cite(
-    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+@pytest.mark.parametrize(
+    "shape",
+    ["<tool_response>\nIt is 600B tokens {cid}\n</tool_response>", "{cid}", '{{"name": "finish", "arguments": 1}}'],
+    ids=["echoed-tool-response", "citations-only", "call-markup"],
+)
+def test_an_answer_that_is_markup_or_bare_citations_is_rewritten_from_what_was_read(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str], shape: str
 ) -> None:
     doc = sample_doc_ids["marten"]
-    searcher, model = agent_for(
+
+    def finish(messages: list[BaseMessage]) -> AIMessage:
+        [first, *_] = CITE.findall(str(tool_results(messages)[-1].content))
+        return tool_call("finish", {"answer": shape.format(cid=f"[{first}]"), "sources": [first]})
+
+    searcher, _ = agent_for(
         tool_call("search_by_section", {"query": "pretraining tokens", "doc_id": doc}),
-        final("Marten-1B saw 600 billion tokens."),  # read, but cites nothing
-        lambda messages: cited_in_last_tool_messages(messages, "Marten-1B saw 600 billion tokens."),
+        finish,
+        final("Marten-1B was pretrained on 600B tokens [1]."),
     )
     answer = searcher.run("How many tokens was Marten-1B trained on?")
-    assert str(model.calls[2][-1].content).startswith("Call finish now with your answer, citing")
-    assert answer.mode == "agent" and answer.turns == 3 and answer.supported
-    assert answer.answer == "Marten-1B saw 600 billion tokens. [1]" and answer.sources[0].doc_id == doc
-
-
-def cited_in_last_tool_messages(messages: list[BaseMessage], answer: str) -> AIMessage:
-    [first, *_] = CITE.findall(str(tool_results(messages)[-1].content))
-    return tool_call("finish", {"answer": f"{answer} [{first}]", "sources": [first]})
+    assert answer.mode == "fallback" and answer.answer == "Marten-1B was pretrained on 600B tokens [1]."
+    assert answer.notes[0] == NO_CITATION
 
 
 def test_a_finish_before_reading_anything_gets_one_reprompt_then_single_shot(
