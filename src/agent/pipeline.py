@@ -397,8 +397,8 @@ class Searcher:
                 text = "".join(pieces).strip()
         except Exception as exc:  # whatever the endpoint does, the question still gets the extracted answer
             raise as_llm_error(exc, self.chat_model) from exc
-        if not text or looks_like_a_call(text):
-            what = "an empty reply" if not text else "a tool call instead of an answer"
+        if not _CITATION.sub("", text).strip(" .,;:\n") or looks_like_a_call(text):
+            what = "no answer" if not looks_like_a_call(text) else "a tool call instead of an answer"
             raise model_error(self.chat_model, "bad_response", f"it wrote {what}")
         return text, metadata.get("finish_reason") == "length"
 
