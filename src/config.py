@@ -73,7 +73,7 @@ class LLMSettings(_Part):
         60.0, gt=0, description="Seconds one request may take: no byte for this long, or a longer stream, fails it."
     )
     question_budget: float = Field(
-        180.0, gt=0, description="Seconds of model time one question may use in all; then it is answered without it."
+        180.0, gt=0, description="Seconds from a question's start within which its model calls must end; then no more."
     )
     retries: int = Field(2, ge=0, le=10, description="Retries of a request after a connection error or an HTTP 5xx.")
     backoff: float = Field(1.0, ge=0.0, le=60.0, description="Seconds before the first retry; doubled for each next.")

@@ -46,7 +46,7 @@ class BoundedChatOpenAI(ChatOpenAI):
     """`ChatOpenAI` with per-request timeouts, a per-question budget, narrow retries and one error type."""
 
     call_timeout: float = Field(60.0, description="Seconds one request may take (see module docstring).")
-    question_budget: float = Field(180.0, description="Seconds of model time one question may use.")
+    question_budget: float = Field(180.0, description="Seconds from a question's start its model calls must end by.")
     retries: int = Field(2, description="Retries after a connection error or HTTP 5xx.")
     backoff: float = Field(1.0, description="Seconds before the first retry; doubled for each next.")
     endpoint: str = Field(OPENAI_URL, description="The endpoint's URL, for messages.")
@@ -230,7 +230,7 @@ def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:
     )
 
 
-def question_budget(model: BaseChatModel | None) -> AbstractContextManager[None]:
+def question_scope(model: BaseChatModel | None) -> AbstractContextManager[None]:
     """The question scope of a bounded model (a no-op for any other model)."""
     return model.question() if isinstance(model, BoundedChatOpenAI) else nullcontext()
 

@@ -26,7 +26,7 @@ from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
 from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
-from .llm import as_llm_error, make_chat_model, model_error, model_name, question_budget
+from .llm import as_llm_error, make_chat_model, model_error, model_name, question_scope
 from .router import Intent, LLMRouter, PaperRef, Route, RuleRouter, make_router
 from .textcalls import looks_like_a_call
 
@@ -274,7 +274,7 @@ class Searcher:
         answers without the chat model (rules route, sentences are extracted). A model that fails or writes
         no answer gives way to the extracted sentences, with a note and `llm_error` saying so.
         """
-        with question_budget(self.chat_model):
+        with question_scope(self.chat_model):
             t0 = time.perf_counter()
             plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history, use_model=use_model)
             return self.compose(query, plan, on_token=on_token, use_model=use_model, started=t0)

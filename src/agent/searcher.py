@@ -37,7 +37,7 @@ from .answer import Answer, Source, TraceStep
 from .citations import BRACKET, ids_in
 from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
-from .llm import make_chat_model, model_name, question_budget
+from .llm import make_chat_model, model_name, question_scope
 from .pipeline import Plan, Searcher
 from .probe import prompt_choice
 from .router import Intent, PaperRef
@@ -118,7 +118,7 @@ class AgenticSearcher:
         """Answer `query` (with earlier answers as conversation history); `on_token` receives the answer text."""
         if not self.agentic:
             return self.single_shot.run(query, history=history, on_token=on_token)
-        with question_budget(self.chat_model):
+        with question_scope(self.chat_model):
             started = time.perf_counter()
             run = self._prepare(query, history)
             config: RunnableConfig = {"recursion_limit": 4 * self.max_iterations + 12}

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from paperscope.agent.llm import BoundedChatOpenAI, llm_failure, make_chat_model, question_budget
+from paperscope.agent.llm import BoundedChatOpenAI, llm_failure, make_chat_model, question_scope
 from paperscope.config import LLMSettings
 from paperscope.errors import LLMError
 from tests.openai_server import (
@@ -119,12 +119,12 @@ def test_a_slow_first_token_within_the_timeout_is_waited_for() -> None:
 def test_inside_a_question_a_failed_endpoint_is_not_called_again() -> None:
     with ScriptedOpenAIServer([Hang(), Text("next question")]) as server:
         model = bounded(server.base_url)
-        with question_budget(model):
+        with question_scope(model):
             first = failure(model)
             again = failure(model)  # at once: no second request
             assert len(server.requests) == 1 and llm_failure(model) is first
         assert (again.kind, again.reason) == (first.kind, first.reason)
-        with question_budget(model):  # a new question tries again
+        with question_scope(model):  # a new question tries again
             assert model.invoke("hi").content == "next question"
             assert llm_failure(model) is None
 
@@ -134,7 +134,7 @@ def test_a_batch_keeps_the_failure_across_questions() -> None:
         model = bounded(server.base_url)
         model.keep_failures = True
         for _ in range(3):
-            with question_budget(model):
+            with question_scope(model):
                 assert failure(model).kind == "server"
         assert len(server.requests) == 3  # one request and its two retries, for all three questions
 
@@ -142,12 +142,12 @@ def test_a_batch_keeps_the_failure_across_questions() -> None:
 def test_the_question_budget_bounds_all_its_calls() -> None:
     with ScriptedOpenAIServer([Slow(30, Text("too late"))]) as server:
         model = bounded(server.base_url, timeout=30, question_budget=1.0)
-        with question_budget(model):
+        with question_scope(model):
             waited = failure(model)  # the request may take 30 s, the question has 1 s: it waits 1 s
         assert waited.kind == "timeout" and "no reply within 1.0 s" in waited.reason
     with ScriptedOpenAIServer([Text("never asked")]) as server:
         model = bounded(server.base_url, question_budget=0.01)
-        with question_budget(model):
+        with question_scope(model):
             time.sleep(0.05)  # the question spent its budget elsewhere (retrieval, tools)
             spent = failure(model)
         assert spent.kind == "budget" and "budget is spent" in spent.reason and server.requests == []
@@ -156,6 +156,6 @@ def test_the_question_budget_bounds_all_its_calls() -> None:
 def test_a_request_the_endpoint_refuses_does_not_mark_it_down() -> None:
     with ScriptedOpenAIServer([HTTPError(400, "too long"), Text("fine")]) as server:
         model = bounded(server.base_url)
-        with question_budget(model):
+        with question_scope(model):
             assert failure(model).kind == "rejected"
             assert llm_failure(model) is None and model.invoke("shorter").content == "fine"
