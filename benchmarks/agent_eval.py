@@ -26,7 +26,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from paperscope.agent.router import PaperRef, RuleRouter  # noqa: E402
+from paperscope.agent.locate import PaperLocator  # noqa: E402
+from paperscope.agent.router import RuleRouter  # noqa: E402
 from paperscope.agent.searcher import AgenticSearcher  # noqa: E402
 from paperscope.config import Settings  # noqa: E402
 from paperscope.eval.queries import load_queries  # noqa: E402
@@ -35,7 +36,7 @@ from paperscope.eval.runner import run_eval  # noqa: E402
 from paperscope.rag.ingest import ingest  # noqa: E402
 from paperscope.rag.store import PaperStore  # noqa: E402
 
-CITE = re.compile(r"\[([0-9a-f-]{36}:\d+)\]")
+CITE = re.compile(r"\[(P\d+:\d+)\]")  # the short citation ids the agent's tools show the model
 
 
 class PolicyModel(BaseChatModel):
@@ -100,7 +101,7 @@ def main() -> None:
     with PaperStore.open(settings) as store:
         if not store.list_papers():
             ingest([ROOT / "examples" / "pdfs"], settings, store)
-        router = RuleRouter([PaperRef.from_record(p) for p in store.list_papers() if p.ready])
+        router = RuleRouter(PaperLocator(store, [p for p in store.list_papers(brief=True) if p.ready]))
         searcher = AgenticSearcher(store, PolicyModel(router=router, k=args.k), settings=settings)
         report = run_eval(
             searcher, load_queries(args.queries), k=args.k, file=str(args.queries), mode="agent, scripted policy"

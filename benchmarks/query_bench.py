@@ -66,8 +66,8 @@ from tests.scripted_model import ScriptedChatModel, final, tool_call  # noqa: E4
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
-_CITE = re.compile(r"\[([0-9a-f-]{36}:\d+)\]")
-_DOC_ID = re.compile(r"doc_id=([0-9a-f-]{36})")
+_CITE = re.compile(r"\[(P\d+:\d+)\]")  # the short citation ids the agent's tools show the model
+_DOC_ID = re.compile(r"^(P\d+) \|", re.M)  # a paper line of search_abstracts
 
 
 class HashEmbedder:

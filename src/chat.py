@@ -108,6 +108,8 @@ def _ask(question: str, runner: Runner, console: Console, answers: list[Answer])
         console.print()
     else:
         console.print(terminal.answer(answer.answer, extractive=answer.extractive))
+    if answer.llm_error:
+        console.print(f"[yellow]warning:[/yellow] {terminal.markup(answer.llm_error)}", highlight=False, soft_wrap=True)
     _print_sources(answer, console)
     return answer
 
@@ -125,6 +127,15 @@ def source_line(s: Source, *, chunks: bool = False) -> str:
     )
 
 
+def how_answered(answer: Answer) -> str:
+    """Which way the answer came: the agent, single-shot retrieval, or single-shot after the agent gave up."""
+    if answer.mode == "agent":
+        return "agent"
+    if answer.mode == "fallback":
+        return "single-shot fallback" + (", extracted" if answer.extractive else "")
+    return "single-shot" + (", extracted" if answer.extractive else "")
+
+
 def _print_sources(answer: Answer, console: Console) -> None:
     for s in answer.sources:
         # soft_wrap: the terminal wraps; the citation id stays whole for copying
@@ -132,7 +143,7 @@ def _print_sources(answer: Answer, console: Console) -> None:
     track = answer.track_label
     total = answer.timings.get("total")
     took = f" · {total:.2f} s" if total is not None else ""
-    console.print(f"[dim]Track {answer.track} · {track}{took}[/dim]", highlight=False)
+    console.print(f"[dim]Track {answer.track} · {track} · {how_answered(answer)}{took}[/dim]", highlight=False)
     console.print()
 
 
@@ -232,11 +243,14 @@ def _trace(console: Console, answers: list[Answer]) -> None:
         console.print("[yellow]no answer yet[/yellow]: ask a question first", highlight=False)
         return
     last = answers[-1]
+    console.print(escape(_path(last)), highlight=False, soft_wrap=True)
     if not last.trace:
-        console.print("no tool calls (single-shot answer)", highlight=False)
+        if last.mode == "single-shot":
+            console.print("no tool calls (single-shot answer)", highlight=False)
     else:
         table = Table(title=f"trace of {escape(repr(last.query))}", title_justify="left")
         table.add_column("step", justify="right", no_wrap=True)
+        table.add_column("turn", justify="right", no_wrap=True)
         table.add_column("tool", no_wrap=True)
         table.add_column("args", overflow="fold")
         table.add_column("s", justify="right", no_wrap=True)
@@ -246,7 +260,8 @@ def _trace(console: Console, answers: list[Answer]) -> None:
             args = json.dumps(step.args, ensure_ascii=False, separators=(",", ":"), default=str)
             table.add_row(
                 str(i),
-                escape(step.tool),
+                str(step.turn or ""),
+                escape(step.tool) + (" [dim](text)[/dim]" if step.from_text else ""),
                 escape(args),
                 f"{step.seconds:.2f}",
                 escape(shorten(step.observation, OBSERVATION_CHARS)),
@@ -254,11 +269,28 @@ def _trace(console: Console, answers: list[Answer]) -> None:
             )
         console.print(table)
     if last.timings:
-        timings = " · ".join(f"{k} {v:.2f} s" for k, v in last.timings.items())
+        # Only seconds here; the agent's turns are a count, said above.
+        timings = " · ".join(f"{k} {v:.2f} s" for k, v in last.timings.items() if k != "turns")
         console.print(f"[dim]timings: {escape(timings)}[/dim]", highlight=False)
     if last.usage:
         usage = " · ".join(f"{k} {v}" for k, v in last.usage.items())
         console.print(f"[dim]tokens: {escape(usage)}[/dim]", highlight=False)
+
+
+def _path(answer: Answer) -> str:
+    """One line: which way the answer came, the agent's turns and calls, and the track it took."""
+    track = f"Track {answer.track} ({'one paper' if answer.track == 'A' else 'across papers'})"
+    calls = len(answer.trace)
+    as_text = sum(1 for s in answer.trace if s.from_text)
+    written = f", {as_text} written as text" if as_text else ""
+    turns = f"{answer.turns} turn{'s' if answer.turns != 1 else ''}, {calls} tool call{'s' if calls != 1 else ''}"
+    if answer.mode == "agent":
+        return f"agent: {turns}{written} · {track}, decided by the agent"
+    routed = f"{track}, routed by the {'LLM router' if answer.route.source == 'llm' else 'rules'}"
+    if answer.mode == "fallback":
+        why = answer.notes[0] if answer.notes else "the agent gave no usable answer"
+        return f"single-shot fallback after the agent ({turns}{written}): {why} · {routed}"
+    return f"{how_answered(answer)} · {routed}"
 
 
 def _papers(runner: Runner, console: Console) -> None:

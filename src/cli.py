@@ -518,10 +518,17 @@ def ask(
                 answer = searcher.single_shot.answer(question, doc_ids=doc_ids, categories=section, k=k)
     except (PaperscopeError, ValueError) as exc:
         raise _fail(exc) from None
+    if answer.llm_error:
+        _llm_warning(f"{answer.llm_error}; answered without it")
     if as_json:
         _write_json(answer.model_dump_json(indent=2))
         return
     _print_answer(answer)
+
+
+def _llm_warning(line: str) -> None:
+    """The one line that says the model failed, on stderr (stdout stays the answer or clean JSON)."""
+    err_console.print(f"[yellow]warning:[/yellow] {markup(line)}", highlight=False, soft_wrap=True)
 
 
 def _mode(settings: Settings) -> str:
@@ -586,9 +593,14 @@ def evaluate(
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise _fail(exc) from None
+    from .agent.llm import BoundedChatOpenAI
+
     bars = _progress(quiet=as_json)
     try:
         with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher, bars:
+            if isinstance(searcher.chat_model, BoundedChatOpenAI):
+                # A batch: once the endpoint is down, the remaining queries are answered without it at once.
+                searcher.chat_model.keep_failures = True
             task = bars.add_task("eval", total=len(queries))
             report = run_eval(
                 searcher, queries, k=k, file=str(file), mode=_mode(settings), on_result=lambda _: bars.advance(task)
@@ -600,6 +612,9 @@ def evaluate(
             out.write_text(markdown(report), encoding="utf-8")
         except OSError as exc:
             raise _fail(ConfigError(f"{out}: cannot write the report: {exc.strerror or exc}")) from None
+    failed_llm = [r.llm_error for r in report.results if r.llm_error]
+    if failed_llm:
+        _llm_warning(f"{failed_llm[0]}; {len(failed_llm)} of {len(report.results)} queries were answered without it")
     if as_json:
         _write_json(report.model_dump_json(indent=2))
         return
@@ -640,14 +655,44 @@ def _print_table(table: Any) -> None:
     Console(file=console.file, width=max(width, console.width), emoji=False, highlight=False).print(table)
 
 
+@app.command()
+def doctor(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Probe the model's tool calls again instead of using the cached answer.")
+    ] = False,
+) -> None:
+    """Check the model endpoint, the embedding model and the Milvus store; exit code 1 when a needed part is broken."""
+    from .doctor import run_doctor
+
+    settings = _settings(kb)
+    report = run_doctor(settings, refresh=refresh)
+    if as_json:
+        _write_json(json.dumps({"ok": report.ok, **report.model_dump(mode="json")}, indent=2))
+    else:
+        colours = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
+        width = max(len(c.name) for c in report.checks)
+        for check in report.checks:
+            # One line per check, never wrapped (grep-able when piped); details carry text from outside
+            # (endpoint errors, model and kb names): never markup.
+            status = f"[{colours[check.status]}]{check.status:<4}[/]"
+            line = f"{status}  {markup(check.name.ljust(width))}  {markup(check.detail)}"
+            console.print(line, soft_wrap=True, highlight=False)
+        verdict = "everything needed works" if report.ok else "something needed is broken (see fail above)"
+        console.print(f"[bold]{verdict}[/bold]", highlight=False)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
 def _print_answer(answer: Answer) -> None:
     from rich.panel import Panel
 
-    from .chat import source_line
+    from .chat import how_answered, source_line
 
-    track = answer.track_label
+    title = f"Track {answer.track} · {answer.track_label} · {how_answered(answer)}"
     body = terminal.answer(answer.answer, extractive=answer.extractive)
-    console.print(Panel(body, title=f"Track {answer.track} · {track}", title_align="left"))
+    console.print(Panel(body, title=title, title_align="left"))
     for s in answer.sources:
         console.print(source_line(s, chunks=True))
     for note in answer.notes:

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
@@ -87,13 +87,31 @@ class LLMSettings(_Part):
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (OPENAI_BASE_URL), e.g. vLLM or Ollama.")
     api_key: SecretStr | None = Field(None, description="API key (OPENAI_API_KEY); local servers accept any value.")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature.")
-    timeout: float = Field(120.0, gt=0, description="Seconds to wait for one model reply.")
+    max_tokens: int = Field(
+        512, ge=16, le=65536, description="Most tokens the model writes in one reply (512: a minute of a slow model)."
+    )
+    timeout: float = Field(
+        60.0, gt=0, description="Seconds one request may take: no byte for this long, or a longer stream, fails it."
+    )
+    question_budget: float = Field(
+        180.0, gt=0, description="Seconds from a question's start within which its model calls must end; then no more."
+    )
+    retries: int = Field(2, ge=0, le=10, description="Retries of a request after a connection error or an HTTP 5xx.")
+    backoff: float = Field(1.0, ge=0.0, le=60.0, description="Seconds before the first retry; doubled for each next.")
+    context_length: int | None = Field(
+        None, ge=512, description="The endpoint's context window in tokens; unset = what `paperscope doctor` found."
+    )
     use_for_routing: bool = Field(True, description="Route questions with the LLM (rule router when False or no LLM).")
 
 
 class AgentSettings(_Part):
     enable_agentic_rag: bool = Field(True, description="Use the agent when an LLM is configured; else single-shot.")
     max_iterations: int = Field(5, ge=1, le=50, description="Model turns before the agent must answer.")
+    prompt: Literal["auto", "full", "compact"] = Field(
+        "auto",
+        description="System prompt: full, compact (for small models and short contexts), or auto: compact when "
+        "the endpoint's context length is known and under 16k tokens.",
+    )
 
 
 class Settings(BaseSettings):

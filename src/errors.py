@@ -28,3 +28,23 @@ class ChunkingError(PaperscopeError):
 
 class StoreError(PaperscopeError):
     """The Milvus store refused an operation or holds inconsistent data."""
+
+
+class LLMError(PaperscopeError):
+    """The chat model's endpoint failed, was too slow, or sent something that is not a reply.
+
+    `kind` says what happened: unreachable, timeout, server (HTTP 5xx), rejected (HTTP 4xx), bad_response, budget.
+    The message is one line naming the model and the endpoint, for the user.
+    """
+
+    def __init__(self, model: str, endpoint: str, kind: str, reason: str) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.kind = kind
+        self.reason = reason
+        super().__init__(f"model {model} at {endpoint} failed: {reason}")
+
+    @property
+    def endpoint_down(self) -> bool:
+        """True when later calls would fail the same way (not for a request the endpoint merely refused)."""
+        return self.kind != "rejected"

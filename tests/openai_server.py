@@ -10,6 +10,18 @@ Each ``POST /v1/chat/completions`` consumes the next scripted reply, in order: `
 ``(request_json) -> Reply`` that answers from the request. Requests with ``"stream": true`` are answered as
 server-sent events. Running past the end of the script answers HTTP 500 ("script exhausted") and is recorded in
 `.errors`. Keep ``max_retries=0`` on the client: a retried request consumes another scripted reply.
+
+Replies that behave like real local models and broken endpoints:
+
+- tool calls written as text (`hermes_call`, `function_tag_call`, `function_eq_call`, `fenced_json_call`,
+  `bare_json_call`, `python_tag_call`) and `copy_schemas` (the request's tool declarations echoed back);
+- `Ramble`: text that only stops at the request's max_tokens (finish_reason "length");
+- `Endless`: a stream that never ends (a non-streamed request gets no reply at all);
+- `Slow(seconds, reply)`: nothing for `seconds`, then `reply` (a slow first token);
+- `Hang`: no byte at all; `Drop`: the connection closed without a response;
+- `EmptyBody` (HTTP 200 with ``{}``) and `Garbage` (HTTP 200 with a body that is not a completion).
+
+Waiting replies end when the client goes away or the server stops.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -55,7 +68,95 @@ class HTTPError:
     message: str
 
 
-Reply: TypeAlias = "ToolCalls | Text | RawArguments | HTTPError | Callable[[dict[str, Any]], Reply]"
+@dataclass(frozen=True)
+class Ramble:
+    """Words until the request's max_tokens (one word a token), then finish_reason "length"."""
+
+    word: str = "and "
+
+
+@dataclass(frozen=True)
+class Endless:
+    """A stream that never finishes (one piece every `interval` seconds); a non-streamed request gets no reply."""
+
+    interval: float = 0.05
+
+
+@dataclass(frozen=True)
+class Slow:
+    """Nothing for `seconds` (no byte, not even headers), then `reply`."""
+
+    seconds: float
+    reply: Reply
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Read the request and never answer."""
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Close the connection without a response."""
+
+
+@dataclass(frozen=True)
+class EmptyBody:
+    """HTTP 200 with the JSON body ``{}``."""
+
+
+@dataclass(frozen=True)
+class Garbage:
+    """HTTP 200 with a body that is not a chat completion."""
+
+    body: bytes = b"<html><body>502 Bad Gateway</body></html>"
+    content_type: str = "application/json"
+
+
+Reply: TypeAlias = (
+    "ToolCalls | Text | RawArguments | HTTPError | Ramble | Endless | Slow | Hang | Drop | EmptyBody | Garbage"
+    " | Callable[[dict[str, Any]], Reply]"
+)
+_Special: TypeAlias = "HTTPError | Endless | Hang | Drop | EmptyBody | Garbage"
+
+
+# --- tool calls written as text, the ways real local models write them ---------------------------------------
+
+
+def hermes_call(name: str, args: dict[str, Any]) -> Text:
+    """Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``."""
+    return Text(f"<tool_call>\n{json.dumps({'name': name, 'arguments': args})}\n</tool_call>")
+
+
+def function_tag_call(name: str, args: dict[str, Any]) -> Text:
+    """``<tools><function name="..." arguments='{...}'/></tools>`` (what Qwen2.5-Coder-1.5B wrote)."""
+    return Text(f"<tools>\n<function name=\"{name}\" arguments='{json.dumps(args)}'/>\n</tools>")
+
+
+def function_eq_call(name: str, args: dict[str, Any]) -> Text:
+    """Llama 3.1 / Qwen3-Coder style: ``<function=name>{...}</function>``."""
+    return Text(f"<function={name}>{json.dumps(args)}</function>")
+
+
+def fenced_json_call(name: str, args: dict[str, Any]) -> Text:
+    """A fenced JSON block with ``name`` and ``arguments``, after a sentence."""
+    return Text(f"I will search.\n```json\n{json.dumps({'name': name, 'arguments': args}, indent=2)}\n```")
+
+
+def bare_json_call(name: str, args: dict[str, Any]) -> Text:
+    """A bare JSON object with ``name`` and ``parameters``, in the doubled braces a small model wrote."""
+    return Text("{" + json.dumps({"name": name, "parameters": args}) + "}")
+
+
+def python_tag_call(name: str, args: dict[str, Any]) -> Text:
+    """Llama 3: ``<|python_tag|>{"name": ..., "parameters": ...}<|eom_id|>``."""
+    return Text(f"<|python_tag|>{json.dumps({'name': name, 'parameters': args})}<|eom_id|>")
+
+
+def copy_schemas(request: dict[str, Any]) -> Reply:
+    """The request's tool declarations echoed back as text, as a confused small model does."""
+    return Text("<tools>\n" + "\n".join(json.dumps(t) for t in request.get("tools", [])) + "\n</tools>")
+
 
 # (id, name, arguments-as-sent) of one tool call in a reply.
 _WireCall: TypeAlias = tuple[str, str, str]
@@ -67,17 +168,28 @@ class _Answer:
 
     content: str | None
     calls: list[_WireCall] = field(default_factory=list)
+    stop: str | None = None  # finish_reason when not the natural one
+    delay: float = 0.0  # seconds before the first byte
 
     @property
     def finish_reason(self) -> str:
-        return "tool_calls" if self.calls else "stop"
+        return self.stop or ("tool_calls" if self.calls else "stop")
 
 
 class ScriptedOpenAIServer:
     """Serves a scripted sequence of chat-completion replies on an ephemeral loopback port."""
 
-    def __init__(self, script: list[Reply], model: str = "scripted-model", *, chunk_size: int = 4) -> None:
+    def __init__(
+        self,
+        script: list[Reply],
+        model: str = "scripted-model",
+        *,
+        chunk_size: int = 4,
+        model_info: dict[str, Any] | None = None,
+    ) -> None:
+        """`model_info`: extra fields of the model's entry in GET /v1/models (e.g. llama.cpp's ``meta``)."""
         self.model = model
+        self.model_info = model_info or {}
         self.chunk_size = chunk_size
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
@@ -87,6 +199,7 @@ class ScriptedOpenAIServer:
         self._ids = itertools.count(1)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.released = threading.Event()  # set on stop: replies that wait give up
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -105,6 +218,7 @@ class ScriptedOpenAIServer:
         """Shut the server down and wait for its thread."""
         if self._httpd is None:
             return
+        self.released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         if self._thread is not None:
@@ -163,23 +277,32 @@ class ScriptedOpenAIServer:
         with self._lock:
             self.errors.append(message)
 
-    def _resolve(self, reply: Reply, request: dict[str, Any]) -> _Answer | HTTPError:
+    def _resolve(self, reply: Reply, request: dict[str, Any]) -> _Answer | _Special:
         """Call dynamic replies, assign tool-call ids and record the calls sent."""
-        while callable(reply):
-            reply = reply(request)
-        if isinstance(reply, HTTPError):
+        delay = 0.0
+        while callable(reply) or isinstance(reply, Slow):
+            if isinstance(reply, Slow):
+                delay += reply.seconds
+                reply = reply.reply
+            else:
+                reply = reply(request)
+        if isinstance(reply, HTTPError | Endless | Hang | Drop | EmptyBody | Garbage):
             return reply
         if isinstance(reply, Text):
-            return _Answer(content=reply.content)
+            return _Answer(content=reply.content, delay=delay)
+        if isinstance(reply, Ramble):
+            limit = request.get("max_tokens") or request.get("max_completion_tokens") or 100_000
+            return _Answer(content=reply.word * int(limit), stop="length", delay=delay)
         with self._lock:
             if isinstance(reply, RawArguments):
                 self._sent_calls.append((reply.name, reply.arguments))
-                return _Answer(content=None, calls=[(f"call_{next(self._ids)}", reply.name, reply.arguments)])
+                call = (f"call_{next(self._ids)}", reply.name, reply.arguments)
+                return _Answer(content=None, calls=[call], delay=delay)
             calls: list[_WireCall] = []
             for name, args in reply.calls:
                 self._sent_calls.append((name, dict(args)))
                 calls.append((f"call_{next(self._ids)}", name, json.dumps(args)))
-        return _Answer(content=reply.content or None, calls=calls)
+        return _Answer(content=reply.content or None, calls=calls, delay=delay)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -216,8 +339,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self._path() == "/v1/models":
-            model = self.server.scripted.model
-            self._send_json(200, {"object": "list", "data": [_model_entry(model)]})
+            scripted = self.server.scripted
+            self._send_json(200, {"object": "list", "data": [{**_model_entry(scripted.model), **scripted.model_info}]})
         else:
             self._send_error(404, f"no route for GET {self.path}", "not_found")
 
@@ -245,12 +368,26 @@ class _Handler(BaseHTTPRequestHandler):
             scripted._record_error(f"dynamic reply failed: {exc!r}")
             self._send_error(500, f"dynamic reply failed: {exc!r}", "server_error")
             return
+        released = scripted.released
         if isinstance(answer, HTTPError):
             self._send_error(answer.status, answer.message, "scripted_error")
-        elif request.get("stream"):
-            self._send_stream(request, answer)
+        elif isinstance(answer, Hang) or (isinstance(answer, Endless) and not request.get("stream")):
+            released.wait()  # until the server stops; the client's timeout ends the request on its side
+        elif isinstance(answer, Drop):
+            self.close_connection = True  # no status line at all: the client sees the connection close
+        elif isinstance(answer, EmptyBody):
+            self._send_json(200, {})
+        elif isinstance(answer, Garbage):
+            self._send_raw(200, answer.body, answer.content_type)
+        elif isinstance(answer, Endless):
+            self._send_endless(answer.interval)
         else:
-            self._send_completion(request, answer)
+            if answer.delay and released.wait(answer.delay):
+                return
+            if request.get("stream"):
+                self._send_stream(request, answer)
+            else:
+                self._send_completion(request, answer)
 
     def _path(self) -> str:
         return self.path.split("?", 1)[0].rstrip("/")
@@ -258,12 +395,30 @@ class _Handler(BaseHTTPRequestHandler):
     # -- responses -------------------------------------------------------------------------------------------
 
     def _send_json(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+        self._send_raw(status, json.dumps(body).encode(), "application/json")
+
+    def _send_raw(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_endless(self, interval: float) -> None:
+        """SSE chunks of text until the client hangs up or the server stops."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        envelope = self._envelope("chat.completion.chunk")
+        released = self.server.scripted.released
+        try:
+            while not released.is_set():
+                body = {**envelope, "choices": [{"index": 0, "delta": {"content": "more "}, "finish_reason": None}]}
+                self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
+                self.wfile.flush()
+                time.sleep(interval)
+        except OSError:
+            return  # the client went away, as it should
 
     def _send_error(self, status: int, message: str, kind: str) -> None:
         self._send_json(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})

@@ -202,9 +202,20 @@ def test_trace_prints_tool_calls_timings_and_usage() -> None:
         TraceStep(tool="search_papers", args={"query": "FlashRank", "k": 3}, observation="x " * 200, seconds=0.25),
         TraceStep(tool="read_section", args={"doc_id": "nope"}, observation="unknown doc_id", error=True),
     ]
-    reply = answer("Agent answer [1].", trace=trace, timings={"total": 1.5}, usage={"input_tokens": 812})
-    out = chat(FakeRunner([reply]), "/trace", "q", "/trace")
+    reply = answer(
+        "Agent answer [1].",
+        trace=trace,
+        timings={"tools": 0.25, "total": 1.5},
+        usage={"input_tokens": 812},
+        mode="agent",
+        turns=3,
+    )
+    out = chat(FakeRunner([reply]), "/trace", "q", "/trace", mode="agent with qwen")
     assert "no answer yet" in out
+    # Which way the answer came, turns as a count, the agent's own track; no turns among the seconds.
+    assert "agent: 3 turns, 2 tool calls · Track A (one paper), decided by the agent" in out
+    assert "Track A · one paper · agent" in out and "single-shot" not in out
+    assert "tools 0.25 s · total 1.50 s" in out and "turns 3" not in out
     assert "search_papers" in out and '{"query":"FlashRank","k":3}' in out and "0.25" in out
     assert "read_section" in out and "error" in out and "unknown doc_id" in out
     assert "…" in out and "x " * 60 not in out  # the observation is shortened
@@ -213,8 +224,32 @@ def test_trace_prints_tool_calls_timings_and_usage() -> None:
 
 def test_trace_of_a_single_shot_answer() -> None:
     out = chat(FakeRunner([answer("Extracted [1].", timings={"route": 0.01, "total": 0.2})]), "q", "/trace")
+    assert "single-shot · Track A (one paper), routed by the rules" in out
     assert "no tool calls (single-shot answer)" in out
     assert "route 0.01 s · total 0.20 s" in out
+
+
+def test_trace_of_a_fallback_shows_the_agent_turns_and_why() -> None:
+    trace = [TraceStep(tool="search_abstracts", args={"query": "x"}, observation="P1 | ...", turn=1, from_text=True)]
+    reply = answer(
+        "From retrieval [1].",
+        trace=trace,
+        mode="fallback",
+        turns=2,
+        extractive=True,
+        notes=["The model failed (no reply within 60 s); the answer is extracted from single-shot retrieval."],
+        llm_error="model m at http://x/v1 failed: no reply within 60 s",
+        timings={"total": 61.0},
+    )
+    out = chat(FakeRunner([reply]), "q", "/trace")
+    flat = " ".join(out.split())
+    assert "warning: model m at http://x/v1 failed: no reply within 60 s" in flat
+    assert "Track A · one paper · single-shot fallback, extracted · 61.00 s" in flat
+    assert (
+        "single-shot fallback after the agent (2 turns, 1 tool call, 1 written as text): The model failed (no reply "
+        "within 60 s)" in flat
+    )
+    assert "search_abstracts (text)" in flat and "no tool calls" not in flat
 
 
 def test_papers_lists_ready_papers_help_and_unknown_commands() -> None:

@@ -16,8 +16,15 @@ from paperscope.config import load_settings
 from paperscope.rag.store import PaperStore
 from tests.openai_server import Reply, ScriptedOpenAIServer, Text, ToolCalls
 
-CITE = re.compile(r"\[([0-9a-f-]{36}:\d+)\]")
-DOC = re.compile(r"doc_id=([0-9a-f-]{36})")
+CITE = re.compile(r"\[(P\d+:\d+)\]")  # the short citation ids the model reads
+DOC = re.compile(r"^(P\d+) \|", re.M)  # a paper line of search_abstracts
+LISTED = re.compile(r"^- (P\d+): (.+?)(?: \(|$)", re.M)
+
+
+def label_of(request: dict[str, Any], title_start: str) -> str:
+    """The label the system prompt of `request` gives the paper whose title starts with `title_start`."""
+    [label] = [lab for lab, title in LISTED.findall(request["messages"][0]["content"]) if title.startswith(title_start)]
+    return label
 
 
 def last_tool_result(request: dict[str, Any]) -> str:
@@ -70,7 +77,9 @@ def assert_track_a_run(server: ScriptedOpenAIServer, answer: dict[str, Any], fla
     assert server.errors == [] and server.remaining == 0
     # What reached the store: the scoped search returned only FlashRank's METHOD chunks.
     scoped = str([m for m in server.messages(2) if m["role"] == "tool"][-1]["content"])
-    assert CITE.findall(scoped) and all(c.startswith(flashrank) for c in CITE.findall(scoped))
+    label = label_of(server.requests[0], "FlashRank")
+    assert CITE.findall(scoped) and all(c.startswith(f"{label}:") for c in CITE.findall(scoped))
+    assert flashrank not in json.dumps(server.requests[-1]["messages"])  # the model never reads a doc_id
     assert "(METHOD)" in scoped
     # The real client declared the five tools.
     declared = {t["function"]["name"] for t in server.requests[0]["tools"]}
@@ -86,6 +95,9 @@ def assert_track_a_run(server: ScriptedOpenAIServer, answer: dict[str, Any], fla
     assert all(s["doc_id"] == flashrank for s in answer["sources"])
     assert answer["answer"].startswith("FlashRank labels 1.2 million queries [1], from MS MARCO and doc2query [2].")
     assert [t["tool"] for t in answer["trace"]] == ["search_abstracts", "search_by_section", "get_context_window"]
+    assert all(t["args"].get("doc_id") in (None, flashrank) for t in answer["trace"])
+    assert all(s["citation"].startswith(f"{flashrank}:") for s in answer["sources"])
+    assert answer["mode"] == "agent" and answer["turns"] == 4 and answer["llm_error"] is None
     assert answer["usage"]["total_tokens"] > 0
     assert answer["models"]["chat_model"] == "scripted-model"
 
@@ -106,9 +118,10 @@ def test_agentic_searcher_run_through_the_real_client(
     assert searcher.agentic and searcher.chat_model is not None
     answer = searcher.run("How many queries was FlashRank trained on?")
     assert_track_a_run(llm_env, answer.model_dump(mode="json"), sample_doc_ids["flashrank"])
-    # Every tool result the model received cites ids; the finished sources are among them.
+    # Every tool result the model received cites short ids; the finished sources are among them.
     seen = {c for i in range(len(llm_env.requests)) for m in llm_env.messages(i) for c in CITE.findall(str(m))}
-    assert {s.citation for s in answer.sources} <= seen
+    label = label_of(llm_env.requests[0], "FlashRank")
+    assert {s.citation.replace(s.doc_id, label) for s in answer.sources} <= seen
 
 
 def test_no_agent_uses_the_model_once_for_a_single_shot_answer(
@@ -148,5 +161,6 @@ def test_the_agent_streams_its_final_answer_with_renumbered_citations(
     answer = searcher.run("How many queries was FlashRank trained on?", on_token=pieces.append)
     assert len(pieces) > 3  # it arrived in pieces, as the server streamed the finish arguments
     assert "".join(pieces).strip() == answer.answer
-    assert "[1]" in answer.answer and sample_doc_ids["flashrank"] not in "".join(pieces)
+    shown = "".join(pieces)
+    assert "[1]" in answer.answer and not CITE.search(shown) and sample_doc_ids["flashrank"] not in shown
     assert all(r.get("stream") is True for r in llm_env.requests)

@@ -15,7 +15,23 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from tests.openai_server import HTTPError, RawArguments, Reply, ScriptedOpenAIServer, Text, ToolCalls
+from tests.openai_server import (
+    Drop,
+    EmptyBody,
+    Endless,
+    Garbage,
+    Hang,
+    HTTPError,
+    Ramble,
+    RawArguments,
+    Reply,
+    ScriptedOpenAIServer,
+    Slow,
+    Text,
+    ToolCalls,
+    copy_schemas,
+    hermes_call,
+)
 
 
 @tool
@@ -248,3 +264,58 @@ def test_models_endpoint_and_unknown_paths() -> None:
     assert server.requests == []
     with pytest.raises(RuntimeError):
         _ = server.base_url
+
+
+# --- replies that behave like real local models and broken endpoints ------------------------------------------
+
+
+def test_text_calls_and_copied_schemas_arrive_as_plain_content() -> None:
+    script: list[Reply] = [hermes_call("search_abstracts", {"query": "kv"}), copy_schemas]
+    with ScriptedOpenAIServer(script) as server:
+        llm = chat(server).bind_tools([search_abstracts])
+        call = llm.invoke("go")
+        copied = llm.invoke("go")
+    assert isinstance(call, AIMessage) and call.tool_calls == []
+    assert call.content == '<tool_call>\n{"name": "search_abstracts", "arguments": {"query": "kv"}}\n</tool_call>'
+    assert isinstance(copied, AIMessage) and copied.tool_calls == []
+    assert json.loads(str(copied.content).splitlines()[1]) == server.requests[1]["tools"][0]
+
+
+def test_ramble_honours_max_tokens_and_says_length() -> None:
+    with ScriptedOpenAIServer([Ramble("word ")]) as server:
+        reply = chat(server, max_tokens=5).invoke("go")
+    assert reply.content == "word " * 5 and reply.response_metadata["finish_reason"] == "length"
+
+
+def test_endless_streams_until_the_client_leaves() -> None:
+    with ScriptedOpenAIServer([Endless(interval=0.001)]) as server:
+        stream = chat(server).stream("go")
+        pieces = [next(stream).content for _ in range(50)]
+        stream.close()
+    assert "".join(str(p) for p in pieces).count("more") >= 45
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (Hang(), openai.APITimeoutError),
+        (Slow(5, Text("late")), openai.APITimeoutError),
+        (Drop(), openai.APIConnectionError),
+    ],
+    ids=["hang", "slow", "drop"],
+)
+def test_hanging_slow_and_dropped_replies_fail_the_raw_client(reply: Reply, error: type[Exception]) -> None:
+    with ScriptedOpenAIServer([reply]) as server:
+        with pytest.raises(error):
+            chat(server, timeout=0.3).invoke("hi")
+        assert len(server.requests) == 1
+
+
+def test_empty_and_garbage_bodies_are_not_completions() -> None:
+    # What the raw client makes of them: a TypeError about "choices", a JSON decode error (BoundedChatOpenAI
+    # turns both into one LLMError, see tests/agent/test_llm.py).
+    with ScriptedOpenAIServer([EmptyBody(), Garbage(b"not json at all", "application/json")]) as server:
+        with pytest.raises(TypeError, match="null value for 'choices'"):
+            chat(server).invoke("hi")
+        with pytest.raises(json.JSONDecodeError):
+            chat(server).invoke("hi")

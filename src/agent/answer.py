@@ -78,6 +78,8 @@ class TraceStep(BaseModel):
     observation: str = Field("", description="What the tool returned, shortened.")
     seconds: float = 0.0
     error: bool = Field(False, description="True when the call was rejected or failed.")
+    turn: int = Field(0, description="The model turn that made the call (1-based; 0 = after the loop).")
+    from_text: bool = Field(False, description="True when the model wrote the call as text, not as a tool call.")
 
 
 class Answer(BaseModel):
@@ -91,6 +93,11 @@ class Answer(BaseModel):
     )
     route: Route
     sources: list[Source] = Field(default_factory=list, description="Best first; [n] in the answer refers to n.")
+    mode: Literal["agent", "single-shot", "fallback"] = Field(
+        "single-shot",
+        description="agent: the agent answered; single-shot: retrieval then one answer; fallback: the agent could "
+        "not answer (no tool use, or the model failed) and single-shot retrieval did (notes say why).",
+    )
     extractive: bool = Field(False, description="True when the answer is extracted evidence (no language model).")
     supported: bool = Field(True, description="False when no retrieved source backs the answer.")
     notes: list[str] = Field(default_factory=list, description="What the reader should know, e.g. a fallback taken.")
@@ -98,6 +105,8 @@ class Answer(BaseModel):
     models: dict[str, str | None] = Field(default_factory=dict, description="Embedder, chat model, router used.")
     trace: list[TraceStep] = Field(default_factory=list, description="Tool calls of an agent run.")
     usage: dict[str, int] = Field(default_factory=dict, description="Token usage when the model reports it.")
+    turns: int = Field(0, description="Model turns of an agent run.")
+    llm_error: str | None = Field(None, description="One line naming the model and endpoint when the model failed.")
 
     @property
     def track_label(self) -> str:

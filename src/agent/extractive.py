@@ -9,6 +9,8 @@ from collections import Counter
 from ..rag.context import Evidence
 
 HEADER = "Extracted from the retrieved papers (no language model configured; quoted sentences, best first):"
+# The same, when a model is configured but failed (or was set aside) for this answer.
+HEADER_WITHOUT_MODEL = "Extracted from the retrieved papers (without the language model; quoted sentences, best first):"
 
 # A sentence ends at . ! ? followed by space and a capital, digit or bracket; "e.g. x", "Fig. 3", "36.1" stay whole.
 _SENTENCE_END = re.compile(
@@ -168,10 +170,10 @@ def strip_references(sentence: str) -> str:
     return _REFERENCE.sub("", sentence).strip()
 
 
-def extractive_answer(query: str, evidence: list[Evidence], max_sentences: int = 6) -> str:
+def extractive_answer(query: str, evidence: list[Evidence], max_sentences: int = 6, header: str = HEADER) -> str:
     """The cited sentences as a short list under a header that says they are extracted; the paper's own
     reference numbers are stripped, so every [n] is one of our sources."""
     picked = extract(query, evidence, max_sentences)
     if not picked:
         return "No passage in the knowledge base answers this question."
-    return "\n".join([HEADER, *(f"- {strip_references(s)} [{n}]" for s, n in picked)])
+    return "\n".join([header, *(f"- {strip_references(s)} [{n}]" for s, n in picked)])

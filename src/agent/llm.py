@@ -1,28 +1,268 @@
-"""The chat model: any OpenAI-compatible endpoint through langchain-openai, or none."""
+"""The chat model: any OpenAI-compatible endpoint through langchain-openai, or none; every call bounded.
+
+`BoundedChatOpenAI` is `ChatOpenAI` with the limits a laptop user needs from a local model server:
+
+- each request has a timeout (`llm.timeout`): no byte for that long fails it, and a stream still running
+  after it is cut; replies are capped at `llm.max_tokens`;
+- a question has a budget (`llm.question_budget`) that all its model calls share (`with model.question():`);
+- only connection errors and HTTP 5xx are retried (`llm.retries`, backoff doubling from `llm.backoff`);
+- every failure becomes one `LLMError` naming the model and the endpoint. Once the endpoint has failed in a
+  question, its later calls in that question fail at once, so a dead server costs one timeout, not one per call.
+"""
 
 from __future__ import annotations
 
+import itertools
+import logging
+import re
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_openai import ChatOpenAI
+from pydantic import Field, PrivateAttr
 
 from ..config import LLMSettings
+from ..errors import LLMError
+
+logger = logging.getLogger("paperscope.llm")
+
+OPENAI_URL = "https://api.openai.com/v1"
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def make_chat_model(settings: LLMSettings) -> BaseChatModel | None:
-    """A `ChatOpenAI` for the configured endpoint, or None when no model is configured."""
+def one_line(text: str, limit: int = 200) -> str:
+    """`text` flattened to one line without control characters, cut to `limit` characters."""
+    flat = " ".join(_CONTROL.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+class BoundedChatOpenAI(ChatOpenAI):
+    """`ChatOpenAI` with per-request timeouts, a per-question budget, narrow retries and one error type."""
+
+    call_timeout: float = Field(60.0, description="Seconds one request may take (see module docstring).")
+    question_budget: float = Field(180.0, description="Seconds from a question's start its model calls must end by.")
+    retries: int = Field(2, description="Retries after a connection error or HTTP 5xx.")
+    backoff: float = Field(1.0, description="Seconds before the first retry; doubled for each next.")
+    endpoint: str = Field(OPENAI_URL, description="The endpoint's URL, for messages.")
+    keep_failures: bool = Field(
+        False, description="Keep an endpoint failure across questions (a batch such as eval stops calling it)."
+    )
+
+    _deadline: float | None = PrivateAttr(default=None)
+    _depth: int = PrivateAttr(default=0)
+    _failure: LLMError | None = PrivateAttr(default=None)
+
+    # --- the question scope ------------------------------------------------------------------------------
+
+    @contextmanager
+    def question(self) -> Iterator[None]:
+        """All model calls inside share one budget; nested scopes (the agent's fallback) join the outer one."""
+        outer = self._depth == 0
+        if outer:
+            self._deadline = time.monotonic() + self.question_budget
+            if not self.keep_failures:
+                self._failure = None
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            if outer:
+                self._deadline = None
+
+    @property
+    def failure(self) -> LLMError | None:
+        """The endpoint failure of the current (or last) question, if any."""
+        return self._failure
+
+    # --- calls -------------------------------------------------------------------------------------------
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        for attempt in itertools.count():
+            timeout = self._time_for_call()
+            try:
+                return super()._generate(messages, stop=stop, run_manager=run_manager, **{**kwargs, "timeout": timeout})
+            except Exception as exc:  # every way a request can fail ends as one LLMError
+                error = self._classify(exc, timeout)
+                if not self._retry(error, attempt):
+                    raise self._failed(error) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for attempt in itertools.count():
+            timeout = self._time_for_call()
+            ends = time.monotonic() + timeout
+            started = False
+            chunks = super()._stream(messages, stop=stop, run_manager=run_manager, **{**kwargs, "timeout": timeout})
+            try:
+                for chunk in chunks:
+                    started = True
+                    yield chunk
+                    # A stall is the read timeout's job; a stream that never ends is cut here.
+                    if time.monotonic() > ends:
+                        reason = f"the reply was still streaming after {_seconds(timeout)}"
+                        raise self._failed(self._error("timeout", reason))
+                if not started:  # e.g. a 200 with "{}" or HTML where server-sent events were due
+                    raise self._failed(self._error("bad_response", "the reply is not a chat completion (no events)"))
+                return
+            except LLMError:
+                raise
+            except Exception as exc:
+                error = self._classify(exc, timeout)
+                # Once text reached the caller a retry would repeat it: only a stream that never started is retried.
+                if started or not self._retry(error, attempt):
+                    raise self._failed(error) from exc
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    close()  # closes the HTTP response of a stream that was cut
+
+    # --- limits and errors -------------------------------------------------------------------------------
+
+    def _time_for_call(self) -> float:
+        """Seconds the next request may take, or an LLMError when the endpoint already failed or time is up."""
+        if self._failure is not None:
+            raise LLMError(self._failure.model, self._failure.endpoint, self._failure.kind, self._failure.reason)
+        if self._deadline is None:
+            return self.call_timeout
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            reason = f"the question's {_seconds(self.question_budget)} budget is spent"
+            raise self._failed(self._error("budget", reason))
+        return min(self.call_timeout, remaining)
+
+    def _retry(self, error: LLMError, attempt: int) -> bool:
+        """Wait and return True when `error` deserves another attempt."""
+        if error.kind not in ("unreachable", "server") or attempt >= self.retries:
+            return False
+        wait = self.backoff * 2**attempt
+        if self._deadline is not None and time.monotonic() + wait >= self._deadline:
+            return False
+        logger.info("retrying %s after %s (%.1f s)", self.endpoint, error.reason, wait)
+        time.sleep(wait)
+        return True
+
+    def _failed(self, error: LLMError) -> LLMError:
+        # Remembered for the rest of the question (or the batch); a call outside any question stands alone.
+        if error.endpoint_down and (self._depth > 0 or self.keep_failures):
+            self._failure = error
+        return error
+
+    def _error(self, kind: str, reason: str) -> LLMError:
+        return LLMError(self.model_name, self.endpoint, kind, one_line(reason))
+
+    def _classify(self, exc: Exception, timeout: float) -> LLMError:
+        """What went wrong, in one line the user can act on."""
+        import openai
+
+        if isinstance(exc, LLMError):
+            return exc
+        if isinstance(exc, openai.APITimeoutError) or "timeout" in type(exc).__name__.lower():
+            return self._error("timeout", f"no reply within {_seconds(timeout)}")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = _root_cause(exc)
+            detail = re.sub(r"^\[Errno -?\d+\]\s*", "", str(cause)) if cause is not exc else ""
+            return self._error("unreachable", f"cannot connect ({detail})" if detail else "cannot connect")
+        if isinstance(exc, openai.APIStatusError):
+            kind = "server" if exc.status_code >= 500 else "rejected"
+            message = re.sub(r"^Error code: \d+ - ", "", exc.message)
+            return self._error(kind, f"HTTP {exc.status_code}: {message}")
+        if type(exc).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "httpcore2", "h11"):
+            return self._error("unreachable", f"the connection broke ({type(exc).__name__}: {exc})")
+        return self._error("bad_response", f"the reply is not a chat completion ({type(exc).__name__}: {exc})")
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of a chain (e.g. ConnectionRefusedError under the client's "Connection error.")."""
+    seen = {id(exc)}
+    while (nxt := exc.__cause__ or exc.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        exc = nxt
+    return exc
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
+
+
+def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:
+    """A bounded `ChatOpenAI` for the configured endpoint, or None when no model is configured."""
     if not settings.model:
         return None
-    from langchain_openai import ChatOpenAI
-
     # Local servers (vLLM, Ollama, llama.cpp) accept any key, but the client insists on one.
     key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"
-    return ChatOpenAI(
+    endpoint = (settings.base_url or OPENAI_URL).rstrip("/")
+    # langchain-openai sends the cap as max_completion_tokens; older local servers only read max_tokens.
+    local = settings.base_url is not None and "api.openai.com" not in settings.base_url
+    return BoundedChatOpenAI(
         model=settings.model,
         base_url=settings.base_url,
         api_key=key,  # type: ignore[arg-type]
         temperature=settings.temperature,
+        max_tokens=settings.max_tokens,  # type: ignore[call-arg]
+        extra_body={"max_tokens": settings.max_tokens} if local else None,
+        stream_usage=True,  # the agent streams its turns; token usage still counted
         timeout=settings.timeout,
-        max_retries=1,
+        max_retries=0,  # retries are ours: only connection errors and 5xx, within the question's budget
+        call_timeout=settings.timeout,
+        question_budget=settings.question_budget,
+        retries=settings.retries,
+        backoff=settings.backoff,
+        endpoint=endpoint,
     )
+
+
+def question_scope(model: BaseChatModel | None) -> AbstractContextManager[None]:
+    """The question scope of a bounded model (a no-op for any other model)."""
+    return model.question() if isinstance(model, BoundedChatOpenAI) else nullcontext()
+
+
+def model_error(model: BaseChatModel | None, kind: str, reason: str) -> LLMError:
+    """An LLMError about `model` (kinds as in `LLMError`)."""
+    endpoint = model.endpoint if isinstance(model, BoundedChatOpenAI) else "(in process)"
+    return LLMError(model_name(model) or "?", endpoint, kind, one_line(reason))
+
+
+def as_llm_error(exc: Exception, model: BaseChatModel | None) -> LLMError:
+    """`exc` from a model call as an LLMError (a bounded model raises them already; others are wrapped)."""
+    if isinstance(exc, LLMError):
+        return exc
+    return model_error(model, "bad_response", f"{type(exc).__name__}: {exc}")
+
+
+def llm_failure(model: BaseChatModel | None) -> LLMError | None:
+    """The endpoint failure of the bounded model's current (or last) question, if any."""
+    return model.failure if isinstance(model, BoundedChatOpenAI) else None
+
+
+class _ReportedWithTheAnswer(logging.Filter):
+    """The LLM router logs a failed model call and routes by the rules; when the failure is an LLMError the
+    answer reports it (`Answer.llm_error`), so the log line would say the same thing twice."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not any(isinstance(a, LLMError) for a in args)
+
+
+logging.getLogger("paperscope.router").addFilter(_ReportedWithTheAnswer())
 
 
 def model_name(model: BaseChatModel | None) -> str | None:

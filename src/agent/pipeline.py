@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from ..config import Settings
+from ..errors import LLMError
 from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.context import Evidence, assemble, format_context
@@ -24,11 +25,12 @@ from ..rag.query import expand, focus, inflect
 from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
-from .extractive import extractive_answer
-from .llm import make_chat_model, model_name
+from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
+from .llm import as_llm_error, make_chat_model, model_error, model_name, question_scope
 from .locate import Location, PaperLocator, content_words
 from .question import check_question
 from .router import Intent, LLMRouter, Route, RuleRouter, make_router
+from .textcalls import looks_like_a_call
 
 Track = Literal["A", "B", "NONE"]
 Cat = SectionCategory
@@ -156,15 +158,18 @@ class Searcher:
         categories: Sequence[str | SectionCategory] | None = None,
         k: int | None = None,
         history: Sequence[Answer] | None = None,
+        use_model: bool = True,
     ) -> Plan:
-        """Route the question and retrieve its evidence hits (best first, at most k)."""
+        """Route the question and retrieve its evidence hits (best first, at most k); `use_model=False` routes
+        with the rules even when the LLM router is configured."""
         check_question(query)
         r = self.settings.retrieval
         k = k or r.k
         started = time.perf_counter()
         catalogue = self.papers()
         asked = expand(query)  # Chinese research vocabulary in English, for BM25 over English papers
-        route = self.router(catalogue).route(asked)
+        router = self.router(catalogue) if use_model else self.rule_router(catalogue)
+        route = router.route(asked)
         location = self.locator(catalogue).locate(asked)
         wanted = [validate_doc_id(d) for d in doc_ids] if doc_ids else []
         cats = [parse_category(c) for c in categories] if categories else []
@@ -314,15 +319,32 @@ class Searcher:
         k: int | None = None,
         history: Sequence[Answer] | None = None,
         on_token: Callable[[str], None] | None = None,
+        use_model: bool = True,
     ) -> Answer:
         """Answer a question with cited sources (generated with a chat model, else extracted).
 
-        `on_token` receives the generated answer piece by piece as the model streams it.
+        `on_token` receives the generated answer piece by piece as the model streams it. `use_model=False`
+        answers without the chat model (rules route, sentences are extracted). A model that fails or writes
+        no answer gives way to the extracted sentences, with a note and `llm_error` saying so.
         """
-        t0 = time.perf_counter()
-        plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history)
+        with question_scope(self.chat_model):
+            t0 = time.perf_counter()
+            plan = self.plan(query, doc_ids=doc_ids, categories=categories, k=k, history=history, use_model=use_model)
+            return self.compose(query, plan, on_token=on_token, use_model=use_model, started=t0)
+
+    def compose(
+        self,
+        query: str,
+        plan: Plan,
+        *,
+        on_token: Callable[[str], None] | None = None,
+        use_model: bool = True,
+        started: float | None = None,
+    ) -> Answer:
+        """The answer to `query` from the evidence of `plan`: windows, Introductions, then the model or extraction."""
+        t0 = time.perf_counter() if started is None else started
         r = self.settings.retrieval
-        started = time.perf_counter()
+        begun = time.perf_counter()
         contexts = assemble(
             self.store,
             plan.hits,
@@ -332,30 +354,53 @@ class Searcher:
             with_introduction=r.intro_tokens > 0,
         )
         context_text, evidence = format_context(contexts)
-        plan.timings["assemble"] = time.perf_counter() - started
+        plan.timings["assemble"] = time.perf_counter() - begun
         sources = evidence_sources(evidence)
 
-        started = time.perf_counter()
-        extractive = self.chat_model is None
+        begun = time.perf_counter()
+        model = self.chat_model if use_model else None
+        extractive = model is None
         # Not in the knowledge base: the closest passages are listed, but they do not support an answer.
         supported = bool(sources) and plan.track != "NONE"
         notes = list(plan.notes)
+        llm_error: str | None = None
+        header = HEADER if self.chat_model is None else HEADER_WITHOUT_MODEL
         if not plan.n_papers:
             text, supported = self._nothing_ready(), False
         elif not sources:
             text = "No passage in the knowledge base answers this question."
-        elif self.chat_model is None:
-            text = extractive_answer(query, evidence)
+        elif model is None:
+            text = extractive_answer(query, evidence, header=header)
         else:
-            text = self._generate(query, context_text, on_token)
-            cited = {int(n) for n in _CITATION.findall(text)}
-            if cited & {s.n for s in sources}:
-                sources = [s for s in sources if s.n in cited]
+            emitted: list[str] = []
+
+            def emit(piece: str) -> None:
+                emitted.append(piece)
+                if on_token is not None:
+                    on_token(piece)
+
+            try:
+                text, cut = self._generate(query, context_text, emit if on_token is not None else None)
+                cited = {int(n) for n in _CITATION.findall(text)} & {s.n for s in sources}
+                if cut and not cited:
+                    # A reply that ran to max_tokens citing nothing is a model rambling, not an answer.
+                    raise model_error(model, "bad_response", "it wrote up to max_tokens citing nothing")
+            except LLMError as exc:
+                llm_error, extractive = str(exc), True
+                notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
+                text = extractive_answer(query, evidence, header=header)
             else:
-                notes.append("The model cited none of the sources; all retrieved sources are listed.")
+                if cited:
+                    sources = [s for s in sources if s.n in cited]
+                else:
+                    notes.append("The model cited none of the sources; all retrieved sources are listed.")
+                if cut:
+                    notes.append("The model's answer was cut at llm.max_tokens.")
+            if extractive and emitted and on_token is not None:
+                on_token("\n\n" + "\n".join([*notes, "", text]))  # the stream broke off: the reader gets the rest
         if notes and (extractive or not sources):
             text = "\n".join([*notes, "", text])
-        plan.timings["generate"] = time.perf_counter() - started
+        plan.timings["generate"] = time.perf_counter() - begun
         plan.timings["total"] = time.perf_counter() - t0
         return Answer(
             query=query,
@@ -363,16 +408,18 @@ class Searcher:
             track=plan.track,
             route=plan.route,
             sources=sources,
+            mode="single-shot",
             extractive=extractive,
             supported=supported,
             notes=notes,
             timings=plan.timings,
             models={
                 "embedder": self.store.embedder.name,
-                "chat_model": model_name(self.chat_model),
+                "chat_model": model_name(model),
                 "router": plan.route.source,
                 "retriever": self.settings.retrieval.retriever,
             },
+            llm_error=llm_error,
         )
 
     def _nothing_ready(self) -> str:
@@ -393,18 +440,31 @@ class Searcher:
         """The chat loop's entry point: `answer` with history and streaming."""
         return self.answer(query, history=history, on_token=on_token)
 
-    def _generate(self, query: str, context: str, on_token: Callable[[str], None] | None = None) -> str:
+    def _generate(self, query: str, context: str, on_token: Callable[[str], None] | None = None) -> tuple[str, bool]:
+        """The model's answer from the context, and whether it was cut at max_tokens; an LLMError when the model
+        fails or writes no answer."""
         assert self.chat_model is not None
         messages = [HumanMessage(content=load_prompt("answer").format(context=context, question=query))]
-        if on_token is None:
-            return str(self.chat_model.invoke(messages).text).strip()
-        pieces: list[str] = []
-        for chunk in self.chat_model.stream(messages):
-            piece = str(chunk.text)
-            if piece:
-                pieces.append(piece)
-                on_token(piece)
-        return "".join(pieces).strip()
+        try:
+            if on_token is None:
+                reply = self.chat_model.invoke(messages)
+                text, metadata = str(reply.text).strip(), reply.response_metadata
+            else:
+                pieces: list[str] = []
+                metadata = {}
+                for chunk in self.chat_model.stream(messages):
+                    metadata = {**metadata, **chunk.response_metadata}
+                    piece = str(chunk.text)
+                    if piece:
+                        pieces.append(piece)
+                        on_token(piece)
+                text = "".join(pieces).strip()
+        except Exception as exc:  # whatever the endpoint does, the question still gets the extracted answer
+            raise as_llm_error(exc, self.chat_model) from exc
+        if not _CITATION.sub("", text).strip(" .,;:\n") or looks_like_a_call(text):
+            what = "no answer" if not looks_like_a_call(text) else "a tool call instead of an answer"
+            raise model_error(self.chat_model, "bad_response", f"it wrote {what}")
+        return text, metadata.get("finish_reason") == "length"
 
 
 def _coverage(query: str, hits: Sequence[StoredChunk]) -> float:

@@ -1,15 +1,27 @@
 """AgenticSearcher: the LangGraph agent over a knowledge base, or the single-shot path without one.
 
 `run` returns the same Answer as the single-shot Searcher, plus the trace of tool calls and token usage.
-Citations: the agent cites `[doc_id:chunk_index]`; only ids it saw in this run's tool results count.
-They are renumbered [1], [2], ... in the answer text, in the order the answer uses them.
+Citations: the model reads and cites short ids (`[P1:12]`, see labels.py); only ids it saw in this run's tool
+results count. They are renumbered [1], [2], ... in the answer text, in the order the answer uses them, and
+mapped back to `<doc_id>:<chunk_index>` in the sources and the trace.
+
+Every question gets a grounded answer, whatever the model does (`Answer.mode` and `notes` say which way):
+- the agent finishes citing what it read: `mode="agent"`;
+- the model never used a tool (after one re-prompt), or finished before reading anything: single-shot
+  retrieval, the model writing the answer from that context (`mode="fallback"`);
+- it read passages but answered citing none of them (plain text, tool-call junk, only unseen ids): the
+  model writes the answer from the passages it read (`mode="fallback"`);
+- the model failed (endpoint down, HTTP error, timeout, the question's budget spent): single-shot
+  retrieval with extracted sentences, `llm_error` naming the endpoint and model (`mode="fallback"`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -17,19 +29,43 @@ from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, Human
 from langchain_core.runnables import RunnableConfig
 
 from ..config import Settings
+from ..errors import LLMError
+from ..parser.models import SectionCategory
 from ..prompts import load_prompt
+from ..rag.query import expand
 from ..rag.store import PaperRecord, PaperStore
 from .answer import Answer, Source, TraceStep
 from .citations import BRACKET, ids_in
-from .graph import AgentState, build_graph, finish_call
-from .llm import make_chat_model, model_name
-from .pipeline import Searcher
+from .graph import build_graph, finish_call, initial_state
+from .labels import PaperLabels, paper_line
+from .llm import make_chat_model, model_name, question_scope
+from .pipeline import Plan, Searcher
+from .probe import prompt_choice
 from .question import check_question
 from .router import Intent
 from .streaming import AnswerStream
+from .textcalls import looks_like_a_call
 from .tools import AgentTools, RunState
 
 CATALOGUE_IN_PROMPT = 60  # papers listed in the system prompt; larger collections rely on search_abstracts
+PROMPT_ALIAS_KINDS = ("short", "name", "acronym", "first_author", "id")  # not every body mention or author
+MAX_PROMPT_ALIASES = 6
+PROMPTS = {"full": "agentic_searcher", "compact": "agentic_searcher_compact"}
+
+NO_TOOLS = "The model answered without using the search tools; the answer was written from single-shot retrieval."
+NO_CITATION = (
+    "The model gave no answer that cites the passages it had read; the answer was written from those passages."
+)
+
+
+@dataclass
+class _Run:
+    """One question's agent run: its state, graph, first messages and catalogue."""
+
+    state: RunState
+    graph: Any
+    messages: list[AnyMessage]
+    papers: list[PaperRecord]
 
 
 class AgenticSearcher:
@@ -62,6 +98,11 @@ class AgenticSearcher:
         """True when questions go to the agent (a chat model is set and the agent is enabled)."""
         return self.enable_agentic_rag and self.chat_model is not None
 
+    @property
+    def prompt_name(self) -> str:
+        """The system prompt file the agent uses: `agent.prompt`, or for auto the compact one on short contexts."""
+        return PROMPTS[prompt_choice(self.settings)]
+
     def close(self) -> None:
         """Close the store if this searcher opened it."""
         if self._owns_store:
@@ -81,91 +122,113 @@ class AgenticSearcher:
         """Answer `query` (with earlier answers as conversation history); `on_token` receives the answer text."""
         if not self.agentic:
             return self.single_shot.run(query, history=history, on_token=on_token)
-        started = time.perf_counter()
-        state, graph, inputs, papers = self._prepare(query, history)
-        config: RunnableConfig = {"recursion_limit": 4 * self.max_iterations + 10}
-        stream: AnswerStream | None = None
-        result: dict[str, Any] = {}
-        if on_token is None:
-            result = graph.invoke(inputs, config=config)
-        else:
-            stream = AnswerStream(state.seen, on_token)
-            for mode, item in graph.stream(inputs, config=config, stream_mode=["messages", "values"]):
-                if mode == "messages" and isinstance(item[0], AIMessageChunk):
-                    stream.feed(item[0], item[1].get("langgraph_node"))
-                elif mode == "values":
-                    result = item
-            stream.close()
-        answer = self._answer(query, result, state, started, papers)
-        if on_token is not None and (stream is None or not stream.streamed):
-            on_token(answer.answer)  # the model did not stream (or answered in plain text): hand it on whole
-        return answer
+        with question_scope(self.chat_model):
+            started = time.perf_counter()
+            run = self._prepare(query, history)
+            config: RunnableConfig = {"recursion_limit": 4 * self.max_iterations + 12}
+            stream: AnswerStream | None = None
+            result: dict[str, Any] = {}
+            inputs = initial_state(run.messages)
+            if on_token is None:
+                result = run.graph.invoke(inputs, config=config)
+            else:
+                stream = AnswerStream(run.state.seen, on_token, resolve=run.state.resolve)
+                for mode, item in run.graph.stream(inputs, config=config, stream_mode=["messages", "values"]):
+                    if mode == "messages" and isinstance(item[0], AIMessageChunk):
+                        stream.feed(item[0], item[1].get("langgraph_node"))
+                    elif mode == "values":
+                        result = item
+                stream.close()
+            streamed = stream is not None and stream.streamed
+            return self._conclude(query, history, run, result, started, on_token, streamed)
 
     async def arun(self, query: str, history: Sequence[Answer] | None = None) -> Answer:
-        """`run`, awaitable."""
-        if not self.agentic:
-            import asyncio
+        """`run`, awaitable (the agent's model and store calls are blocking; they run in a worker thread)."""
+        return await asyncio.to_thread(self.run, query, history)
 
-            return await asyncio.to_thread(self.single_shot.run, query, history)
-        started = time.perf_counter()
-        state, graph, inputs, papers = self._prepare(query, history)
-        result = await graph.ainvoke(inputs, config={"recursion_limit": 4 * self.max_iterations + 10})
-        return self._answer(query, result, state, started, papers)
-
-    def _prepare(
-        self, query: str, history: Sequence[Answer] | None
-    ) -> tuple[RunState, Any, AgentState, list[PaperRecord]]:
+    def _prepare(self, query: str, history: Sequence[Answer] | None) -> _Run:
         check_question(query)
         assert self.chat_model is not None
         papers = self.single_shot.papers()  # one catalogue read per run: prompt, tools and route share it
-        state = RunState()
+        listed = papers[:CATALOGUE_IN_PROMPT]
+        labels = PaperLabels(p.doc_id for p in listed)
+        state = RunState(labels)
         tools = AgentTools(self.store, self.settings, state, papers)
-        graph = build_graph(self.chat_model, tools, self.max_iterations)
-        listing = "\n".join(
-            f"- doc_id={p.doc_id}: {p.title}{f' ({p.year})' if p.year else ''}" for p in papers[:CATALOGUE_IN_PROMPT]
-        )
+        prompt = self.prompt_name
+        compact = prompt == PROMPTS["compact"]
+        graph = build_graph(self.chat_model, tools, self.max_iterations, brief=compact)
+        listing = "\n".join(paper_entry(labels.label(p.doc_id), p) for p in listed)
         if len(papers) > CATALOGUE_IN_PROMPT:
             listing += f"\n- ... and {len(papers) - CATALOGUE_IN_PROMPT} more: use search_abstracts"
-        system = load_prompt("agentic_searcher").format(
+        system = load_prompt(prompt).format(
             n_papers=len(papers), papers=listing or "(empty)", max_iterations=self.max_iterations
         )
         messages: list[AnyMessage] = [SystemMessage(content=system)]
         for earlier in history or []:
-            cited = ", ".join(sorted({f"{s.title} (doc_id={s.doc_id})" for s in earlier.sources}))
+            cited = "; ".join(sorted({f"{labels.label(s.doc_id)} {s.title}" for s in earlier.sources}))
             messages.append(HumanMessage(content=earlier.query))
             messages.append(AIMessage(content=earlier.answer + (f"\n\n(Sources: {cited})" if cited else "")))
         messages.append(HumanMessage(content=query))
-        return state, graph, {"messages": messages, "turns": 0, "cut_short": False}, papers
+        return _Run(state, graph, messages, papers)
 
     # --- the answer --------------------------------------------------------------------------------------
 
-    def _answer(
-        self, query: str, result: dict[str, Any], state: RunState, started: float, papers: list[PaperRecord]
+    def _conclude(
+        self,
+        query: str,
+        history: Sequence[Answer] | None,
+        run: _Run,
+        result: dict[str, Any],
+        started: float,
+        on_token: Callable[[str], None] | None,
+        streamed: bool,
     ) -> Answer:
-        messages: list[AnyMessage] = result["messages"]
+        """Judge how the run ended and give the answer it earned (see the module docstring)."""
+        state = run.state
+        messages: list[AnyMessage] = result.get("messages", run.messages)
+        turns = int(result.get("turns", 0))
+        error: LLMError | None = result.get("error")
         last = messages[-1]
+
+        def fallback(note: str, *, use_model: bool, plan: Plan | None = None) -> Answer:
+            if streamed and on_token is not None:
+                on_token("\n\n")  # whatever streamed is not the answer: the fallback's text follows
+            return self._fallback(query, history, run, messages, turns, started, on_token, note, use_model, plan, error)
+
+        if error is not None:
+            note = f"The model failed ({error.reason}); the answer is extracted from single-shot retrieval."
+            return fallback(note, use_model=False)
         finish = finish_call(last)
-        notes: list[str] = []
         if finish is not None:
-            text, claimed = str(finish["answer"]), list(finish["sources"])
+            text, claimed = str(finish["answer"]), [str(c) for c in finish["sources"]]
         else:
-            text, claimed = (str(last.text) if isinstance(last, AIMessage) else ""), []
-        if result.get("cut_short"):
-            notes.append(f"The search was cut short after {self.max_iterations} turns; the answer uses what was found.")
+            text = str(last.text) if isinstance(last, AIMessage) and not last.tool_calls else ""
+            claimed = []
+        if not state.seen:
+            return fallback(NO_TOOLS, use_model=True)
 
         # Cited ids: the sources list first, then any inline id it did not list.
         inline = [cid for m in BRACKET.finditer(text) for cid in ids_in(m.group(1))]
         wanted = list(dict.fromkeys([*claimed, *inline]))
-        valid = [cid for cid in wanted if cid in state.seen]
-        dropped = [cid for cid in wanted if cid not in state.seen]
+        valid = list(dict.fromkeys(full for cid in wanted if (full := state.resolve(cid)) is not None))
+        cited_nothing_read = (finish is None or bool(wanted)) and not valid
+        words = BRACKET.sub(" ", text).strip()  # an "answer" of citations alone says nothing
+        if not words or looks_like_a_call(text) or cited_nothing_read:
+            return fallback(NO_CITATION, use_model=True, plan=self._gathered_plan(query, run))
+
+        notes: list[str] = []
+        if result.get("cut_short"):
+            notes.append(f"The search was cut short after {self.max_iterations} turns; the answer uses what was found.")
+        dropped = [cid for cid in wanted if state.resolve(cid) is None]
         if dropped:
-            message = f"dropped sources not seen in this run: {', '.join(dropped)}"
+            expanded = [state.labels.resolve(c) or c for c in dropped]
+            message = f"dropped sources not seen in this run: {', '.join(expanded)}"
             state.record(TraceStep(tool="finish", args={"sources": claimed}, observation=message, error=True))
             notes.append(f"Dropped {len(dropped)} cited source(s) the agent had not read.")
         # Renumber in the order the answer text uses them, then the rest of the sources list.
-        order = list(dict.fromkeys([c for c in inline if c in state.seen] + valid))
+        order = list(dict.fromkeys([f for c in inline if (f := state.resolve(c)) is not None] + valid))
         number = {cid: n for n, cid in enumerate(order, start=1)}
-        text = BRACKET.sub(lambda m: _renumber(m, number), text).strip()
+        text = BRACKET.sub(lambda m: _renumber(m, number, state.resolve), text).strip()
         sources = [Source.from_chunk(number[cid], state.seen[cid]) for cid in order]
         supported = bool(sources)
         if not supported:
@@ -173,33 +236,18 @@ class AgenticSearcher:
         if not text:
             text = "The agent gave no answer."
 
-        route = self.single_shot.rule_router(papers).route(query)
-        track: Literal["A", "B"]
-        if sources:
-            track = "A" if len({s.doc_id for s in sources}) == 1 else "B"
-        else:
-            track = "A" if route.intent == Intent.SPECIFIC_PAPER and route.doc_ids else "B"
-        usage: dict[str, int] = {}
-        for m in messages:
-            meta = getattr(m, "usage_metadata", None) if isinstance(m, AIMessage) else None
-            for key in ("input_tokens", "output_tokens", "total_tokens"):
-                if meta and key in meta:
-                    usage[key] = usage.get(key, 0) + int(meta[key])  # type: ignore[literal-required]
-        turns = int(result.get("turns", 0))
-        return Answer(
+        route = self.single_shot.rule_router(run.papers).route(expand(query))
+        answer = Answer(
             query=query,
             answer=text,
-            track=track,
+            track=_agent_track(sources, state.trace, route.intent == Intent.SPECIFIC_PAPER and bool(route.doc_ids)),
             route=route,
             sources=sources,
+            mode="agent",
             extractive=False,
             supported=supported,
             notes=notes,
-            timings={
-                "tools": round(sum(s.seconds for s in state.trace), 4),
-                "turns": float(turns),
-                "total": time.perf_counter() - started,
-            },
+            timings={"tools": round(sum(s.seconds for s in state.trace), 4), "total": time.perf_counter() - started},
             models={
                 "embedder": self.store.embedder.name,
                 "chat_model": model_name(self.chat_model),
@@ -207,13 +255,93 @@ class AgenticSearcher:
                 "retriever": self.settings.retrieval.retriever,
             },
             trace=list(state.trace),
-            usage=usage,
+            usage=_usage(messages),
+            turns=turns,
         )
+        if on_token is not None and not streamed:
+            on_token(answer.answer)  # the model did not stream its answer (e.g. a call written as text): hand it on
+        return answer
+
+    def _gathered_plan(self, query: str, run: _Run) -> Plan:
+        """A single-shot plan over the passages the agent read: its searches' hits first, abstracts last."""
+        seen = list(run.state.seen.values())
+        hits = [c for c in seen if c.section_category != SectionCategory.ABSTRACT]
+        hits += [c for c in seen if c.section_category == SectionCategory.ABSTRACT]
+        hits = hits[: 2 * self.settings.retrieval.k]
+        doc_ids = list(dict.fromkeys(c.doc_id for c in hits))
+        route = self.single_shot.rule_router(run.papers).route(expand(query))
+        return Plan(route, "A" if len(doc_ids) == 1 else "B", doc_ids, hits, len(run.papers))
+
+    def _fallback(
+        self,
+        query: str,
+        history: Sequence[Answer] | None,
+        run: _Run,
+        messages: list[AnyMessage],
+        turns: int,
+        started: float,
+        on_token: Callable[[str], None] | None,
+        note: str,
+        use_model: bool,
+        plan: Plan | None,
+        error: LLMError | None,
+    ) -> Answer:
+        """Answer through the single-shot path (its retrieval, or `plan`), keeping the agent's trace and usage."""
+        heard: list[str] = []
+
+        def relay(piece: str) -> None:
+            heard.append(piece)
+            if on_token is not None:
+                on_token(piece)
+
+        if plan is None:
+            # The rules route: a model that would not use tools (or failed) is no better at a router's tool call.
+            plan = self.single_shot.plan(query, history=history, use_model=False)
+        plan.notes.insert(0, note)
+        answer = self.single_shot.compose(
+            query, plan, on_token=relay if on_token is not None else None, use_model=use_model, started=started
+        )
+        if on_token is not None and not heard:
+            on_token(answer.answer)
+        answer.mode = "fallback"
+        answer.trace = list(run.state.trace)
+        answer.turns = turns
+        answer.usage = _usage(messages)
+        answer.llm_error = answer.llm_error or (str(error) if error is not None else None)
+        answer.timings["tools"] = round(sum(s.seconds for s in run.state.trace), 4)
+        answer.timings["total"] = time.perf_counter() - started
+        return answer
 
 
-def _renumber(match: re.Match[str], number: dict[str, int]) -> str:
+def paper_entry(label: str, paper: PaperRecord) -> str:
+    """A catalogue paper as the prompt lists it, with the names people call it by (its catalogue aliases)."""
+    names = [a.text for a in paper.aliases if a.kind in PROMPT_ALIAS_KINDS]
+    return paper_line(label, paper.title, paper.year, names[:MAX_PROMPT_ALIASES])
+
+
+def _agent_track(sources: list[Source], trace: list[TraceStep], named_one: bool) -> Literal["A", "B"]:
+    """The track the agent took: one paper cited (or, citing none, searched) is A, several are B."""
+    if sources:
+        return "A" if len({s.doc_id for s in sources}) == 1 else "B"
+    scoped = {str(s.args["doc_id"]) for s in trace if not s.error and s.args.get("doc_id")}
+    if scoped:
+        return "A" if len(scoped) == 1 else "B"
+    return "A" if named_one else "B"
+
+
+def _usage(messages: list[AnyMessage]) -> dict[str, int]:
+    usage: dict[str, int] = {}
+    for m in messages:
+        meta = getattr(m, "usage_metadata", None) if isinstance(m, AIMessage) else None
+        for key in ("input_tokens", "output_tokens", "total_tokens"):
+            if meta and key in meta:
+                usage[key] = usage.get(key, 0) + int(meta[key])  # type: ignore[literal-required]
+    return usage
+
+
+def _renumber(match: re.Match[str], number: dict[str, int], resolve: Callable[[str], str | None]) -> str:
     ids = ids_in(match.group(1))
     if not ids:
         return match.group(0)  # not a citation group, e.g. "[sic]"
-    kept = [f"[{number[c]}]" for c in dict.fromkeys(ids) if c in number]
+    kept = [f"[{number[f]}]" for f in dict.fromkeys(resolve(c) for c in ids) if f is not None and f in number]
     return "".join(kept)

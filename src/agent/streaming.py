@@ -1,15 +1,17 @@
 """Stream the agent's final answer as the model writes it.
 
-The answer arrives inside the JSON arguments of a `finish` call (or as the text of the wrap-up turn).
-`AnswerStream` decodes the `answer` string from the growing argument text and hands on each new piece,
-with `[doc_id:chunk_index]` citations already renumbered [n] the way the final Answer numbers them:
-in order of first use, only ids the run has seen, unseen ones dropped.
+The answer arrives inside the JSON arguments of a structured `finish` call. `AnswerStream` decodes the
+`answer` string from the growing argument text and hands on each new piece, with citations (`[P1:12]` or
+`[doc_id:chunk_index]`) already renumbered [n] the way the final Answer numbers them: in order of first use,
+only ids the run has seen, unseen ones dropped. Plain text (a wrap-up, or calls written as text) is not
+streamed: it may turn out to be no answer at all, and is handed on whole once the run has judged it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from langchain_core.messages import AIMessageChunk
 
@@ -49,9 +51,16 @@ def partial_json_string(text: str, start: int) -> tuple[str, bool]:
 class AnswerStream:
     """Feed it the model's message chunks; it calls `on_token` with the answer as it grows."""
 
-    def __init__(self, seen: Mapping[str, object], on_token: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        seen: Mapping[str, Any],
+        on_token: Callable[[str], None],
+        resolve: Callable[[str], str | None] | None = None,
+    ) -> None:
+        """`resolve` maps a cited id to the full id of a seen chunk (None when it was not seen)."""
         self.seen = seen
         self.on_token = on_token
+        self.resolve = resolve or (lambda cid: cid if cid in seen else None)
         self.streamed = False
         self._message_id: str | None = None
         self._names: dict[int, str] = {}
@@ -63,9 +72,6 @@ class AnswerStream:
     def feed(self, chunk: AIMessageChunk, node: str | None) -> None:
         if chunk.id != self._message_id:  # a new model reply: tool-call indexes start again
             self._message_id, self._names, self._args, self._decoded = chunk.id, {}, {}, 0
-        if node == "wrap_up" and isinstance(chunk.content, str) and chunk.content:
-            self._emit(chunk.content)
-            return
         for part in chunk.tool_call_chunks:
             index = part.get("index") or 0
             if part.get("name"):
@@ -108,10 +114,10 @@ class AnswerStream:
             if not ids:
                 return m.group(0)
             out = []
-            for cid in dict.fromkeys(ids):
-                if cid in self.seen:
-                    self._numbers.setdefault(cid, len(self._numbers) + 1)
-                    out.append(f"[{self._numbers[cid]}]")
+            for full in dict.fromkeys(self.resolve(cid) for cid in ids):
+                if full is not None:
+                    self._numbers.setdefault(full, len(self._numbers) + 1)
+                    out.append(f"[{self._numbers[full]}]")
             return "".join(out)
 
         piece = BRACKET.sub(renumber, text)

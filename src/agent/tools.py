@@ -1,18 +1,22 @@
 """The agent's tools (the contract in DESIGN.md): typed, validated, observations the model can cite from.
 
-Every chunk a tool shows is written with its citation id `<doc_id>:<chunk_index>` and remembered in
-the run's `RunState`, so `finish` can check that each cited source was really read in this run.
-A bad argument goes back to the model as a one-line error (`BadToolCall`); anything else raises.
+Every chunk a tool shows is written with its short citation id `P<n>:<chunk_index>` (see labels.py) and
+remembered in the run's `RunState` under its full id `<doc_id>:<chunk_index>`, so `finish` can check that
+each cited source was really read in this run. Papers are named P1, P2, ... to the model; a full doc_id is
+accepted too. A bad argument goes back to the model as a one-line error (`BadToolCall`); anything else raises.
 """
 
 from __future__ import annotations
 
+import inspect
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import BaseModel, Field, ValidationError
 
@@ -23,6 +27,7 @@ from ..rag.filters import SearchFilter, parse_category, validate_doc_id
 from ..rag.retrievers import get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import TraceStep
+from .labels import PaperLabels
 
 MAX_K = 10
 MAX_WINDOW = 3
@@ -38,10 +43,16 @@ class BadToolCall(Exception):
 class RunState:
     """What one agent run has seen and done (shared by concurrently running tools)."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: PaperLabels | None = None) -> None:
         self.seen: dict[str, StoredChunk] = {}
         self.trace: list[TraceStep] = []
+        self.labels = labels or PaperLabels()
         self._lock = threading.Lock()
+
+    def resolve(self, cid: str) -> str | None:
+        """The full citation id of a seen chunk for an id the model wrote (either form), else None."""
+        full = self.labels.resolve(cid)
+        return full if full is not None and full in self.seen else None
 
     def remember(self, chunks: list[StoredChunk]) -> None:
         with self._lock:
@@ -66,33 +77,36 @@ class SearchAbstractsArgs(BaseModel):
 
 class SearchBySectionArgs(BaseModel):
     query: str = Field(description="What the passage should say, in a few words.", min_length=1, max_length=500)
-    doc_id: str | None = Field(None, description="Search only this paper (a doc_id from an earlier result).")
+    doc_id: str | None = Field(None, description="Search only this paper: its id as shown (P1, P2, ...).")
     category: str | None = Field(None, description=f"Search only this section category: one of {CATEGORY_NAMES}.")
     k: int = Field(5, ge=1, le=MAX_K, description="How many passages to return (1-10).")
 
 
+PAPER_ID = "The paper's id as shown (P1, P2, ...)."
+
+
 class ContextWindowArgs(BaseModel):
-    doc_id: str = Field(description="The paper's doc_id.")
+    doc_id: str = Field(description=PAPER_ID)
     chunk_index: int = Field(ge=0, description="The passage's chunk_index (the number after ':' in its citation id).")
     window: int = Field(1, ge=0, le=MAX_WINDOW, description="Passages to read on each side (0-3).")
 
 
 class IntroductionArgs(BaseModel):
-    doc_id: str = Field(description="The paper's doc_id.")
+    doc_id: str = Field(description=PAPER_ID)
 
 
 class FinishArgs(BaseModel):
-    answer: str = Field(description="The final answer, citing passages inline as [<doc_id>:<chunk_index>].")
-    sources: list[str] = Field(description="Citation ids `<doc_id>:<chunk_index>` the answer relies on.")
+    answer: str = Field(description="The final answer, citing passages inline by their ids, e.g. [P1:12].")
+    sources: list[str] = Field(description="The citation ids the answer relies on, e.g. P1:12.")
 
 
 # --- observations ------------------------------------------------------------------------------------------
 
 
-def format_chunk(c: StoredChunk, *, with_score: bool = True) -> str:
-    """A passage as the model sees it: citation id, paper, section, page (and score), then the text."""
+def format_chunk(c: StoredChunk, cid: str, *, with_score: bool = True) -> str:
+    """A passage as the model sees it: citation id `cid`, paper, section, page (and score), then the text."""
     score = f", score {c.score:.3f}" if with_score and c.score is not None else ""
-    head = f"[{c.citation}] {c.title} | {c.section_title} ({c.section_category.name}), p. {c.page_number}{score}"
+    head = f"[{cid}] {c.title} | {c.section_title} ({c.section_category.name}), p. {c.page_number}{score}"
     return f"{head}\n{c.text.strip()}"
 
 
@@ -115,17 +129,31 @@ class AgentTools:
         self._retrieve = get_retriever(settings.retrieval.retriever)
         self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
-    def _paper(self, doc_id: str) -> PaperRecord:
-        """The ready paper with this doc_id, or a BadToolCall the model can act on."""
+    def _show(self, c: StoredChunk, *, with_score: bool = True) -> str:
+        return format_chunk(c, self.state.labels.citation(c.doc_id, c.chunk_index), with_score=with_score)
+
+    def _paper(self, ref: str) -> PaperRecord:
+        """The ready paper a model's reference (P3, or a full doc_id) names, or a BadToolCall the model can act on."""
+        doc_id = self.state.labels.doc_id(ref)
+        if doc_id is None:
+            raise BadToolCall(f"unknown paper {ref.strip()!r}; use a paper id (P1, P2, ...) from the list or a search")
         try:
             validate_doc_id(doc_id)
         except ValueError as exc:
-            raise BadToolCall(f"{exc}; use a doc_id from a search result") from None
+            raise BadToolCall(f"{exc}; use a paper id (P1, P2, ...) from the list or a search") from None
         if self._papers is None or doc_id not in self._papers:
             self._papers = {p.doc_id: p for p in self.store.list_papers(brief=True) if p.ready}
         paper = self._papers.get(doc_id)
         if paper is None:
-            raise BadToolCall(f"unknown doc_id {doc_id!r}; call search_abstracts to find papers")
+            # Small models pass a paper's name for its id: point at the paper instead of only refusing.
+            name = ref.strip().casefold()
+            named = [p for p in self._papers.values() if len(name) >= 3 and name in p.title.casefold()]
+            hint = (
+                f"; did you mean {self.state.labels.label(named[0].doc_id)} ({named[0].title})?"
+                if len(named) == 1
+                else "; call search_abstracts to find papers"
+            )
+            raise BadToolCall(f"unknown doc_id {doc_id!r}{hint}")
         return paper
 
     # The docstrings below are exactly what the model reads.
@@ -133,8 +161,8 @@ class AgentTools:
     def search_abstracts(self, query: str, k: int = 5) -> str:
         """Find the papers about a topic by searching their titles and abstracts.
 
-        Returns for each paper its doc_id, title, year, score, and the citation id and start of its abstract.
-        Start here to learn which papers matter, then search inside them with search_by_section.
+        Returns for each paper its id (P1, P2, ...), title, year, score, and the citation id and start of its
+        abstract. Start here to learn which papers matter, then search inside them with search_by_section.
         """
         hits = self._retrieve(self.store, query, SearchFilter(categories=[SectionCategory.ABSTRACT]), k * 3)
         best: dict[str, StoredChunk] = {}
@@ -145,21 +173,22 @@ class AgentTools:
             return "No paper matches. Try other words."
         self.state.remember(papers)
         lines = []
+        labels = self.state.labels
         for h in papers:
             year = f" ({h.year})" if h.year else ""
             lines.append(
-                f"doc_id={h.doc_id} | {h.title}{year} | score {h.score or 0.0:.3f} | abstract [{h.citation}]: "
-                f"{shorten(h.text, SNIPPET_CHARS)}"
+                f"{labels.label(h.doc_id)} | {h.title}{year} | score {h.score or 0.0:.3f} | "
+                f"abstract [{labels.citation(h.doc_id, h.chunk_index)}]: {shorten(h.text, SNIPPET_CHARS)}"
             )
         return "\n".join(lines)
 
     def search_by_section(self, query: str, doc_id: str | None = None, category: str | None = None, k: int = 5) -> str:
-        """Search passages of the papers, optionally only in one paper (doc_id) and one section category.
+        """Search passages of the papers, optionally only in one paper (doc_id: P1, P2, ...) and one section category.
 
         Categories: METHOD (how it works, setup, data), EVALUATION (results, numbers, ablations),
         INTRODUCTION (problem, motivation), CONCLUSION (limitations, future work), RELATED_WORK (what
         OTHER papers did), ABSTRACT, OTHER (references, appendix). Returns passages with their citation id
-        [doc_id:chunk_index], paper title, section, page, score and text.
+        (e.g. [P1:12]: paper P1, passage 12), paper title, section, page, score and text.
         """
         cats: list[SectionCategory] | None = None
         if category is not None and category.strip():
@@ -173,7 +202,7 @@ class AgentTools:
             scope = " in that paper" if doc_id else ""
             return f"No passage found{scope}{' under ' + cats[0].name if cats else ''}. Try other words or no category."
         self.state.remember(hits)
-        return "\n\n".join(format_chunk(h) for h in hits)
+        return "\n\n".join(self._show(h) for h in hits)
 
     def get_context_window(self, doc_id: str, chunk_index: int, window: int = 1) -> str:
         """Read the passages around one passage of a paper, in order: chunk_index-window .. chunk_index+window.
@@ -185,9 +214,9 @@ class AgentTools:
             raise BadToolCall(
                 f"chunk_index {chunk_index} is past the end: this paper has chunks 0..{paper.n_chunks - 1}"
             )
-        chunks = self.store.get_context_window(doc_id, chunk_index, window)
+        chunks = self.store.get_context_window(paper.doc_id, chunk_index, window)
         self.state.remember(chunks)
-        return "\n\n".join(format_chunk(c, with_score=False) for c in chunks)
+        return "\n\n".join(self._show(c, with_score=False) for c in chunks)
 
     def get_paper_introduction(self, doc_id: str) -> str:
         """Read the beginning of a paper's Introduction (about 500 tokens): its problem, motivation, contributions.
@@ -195,17 +224,17 @@ class AgentTools:
         Use it for background on one paper.
         """
         paper = self._paper(doc_id)
-        chunks = introduction(self.store, doc_id, max(1, self.settings.retrieval.intro_tokens))
+        chunks = introduction(self.store, paper.doc_id, max(1, self.settings.retrieval.intro_tokens))
         if not chunks:
             return f"{paper.title} has no Introduction or Abstract in the store."
         self.state.remember(chunks)
-        return "\n\n".join(format_chunk(c, with_score=False) for c in chunks)
+        return "\n\n".join(self._show(c, with_score=False) for c in chunks)
 
     def finish(self, answer: str, sources: list[str]) -> str:
         """Give the final answer and stop.
 
-        `answer` cites the passages it uses inline as [<doc_id>:<chunk_index>]; `sources` lists those citation
-        ids. Cite only ids shown in tool results of this conversation. If the papers do not answer the
+        `answer` cites the passages it uses inline by their ids, e.g. [P1:12]; `sources` lists those ids.
+        Cite only ids shown in tool results of this conversation. If the papers do not answer the
         question, say so in `answer` and give the closest sources you found (or none).
         """
         return "Answer recorded."
@@ -225,12 +254,22 @@ class AgentTools:
             StructuredTool.from_function(
                 func=self._traced(fn),
                 name=fn.__name__,
-                description=(fn.__doc__ or "").strip(),
+                description=inspect.cleandoc(fn.__doc__ or ""),
                 args_schema=schema,
                 infer_schema=False,
             )
             for fn, schema in specs
         ]
+
+    def _full_ids(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Tool arguments as the trace shows them: paper labels and short citation ids mapped to doc_ids."""
+        labels = self.state.labels
+        out = dict(args)
+        if isinstance(out.get("doc_id"), str):
+            out["doc_id"] = labels.doc_id(out["doc_id"]) or out["doc_id"]
+        if isinstance(out.get("sources"), list):
+            out["sources"] = [labels.resolve(s) or s if isinstance(s, str) else s for s in out["sources"]]
+        return out
 
     def tool_error(self, e: Exception) -> str:
         """ToolNode's error handler: one line for the model on bad arguments; anything else is re-raised."""
@@ -244,7 +283,8 @@ class AgentTools:
                 where = ".".join(str(p) for p in first["loc"]) or "arguments"
                 detail = f"{where}: {first['msg']}"
             message = f"error: {e.tool_name}: {detail}"
-            self.state.record(TraceStep(tool=e.tool_name, args=dict(e.tool_kwargs), observation=message, error=True))
+            args = self._full_ids(dict(e.tool_kwargs))
+            self.state.record(TraceStep(tool=e.tool_name, args=args, observation=message, error=True))
             return message
         raise e
 
@@ -253,20 +293,57 @@ class AgentTools:
 
         def run(**kwargs: Any) -> str:
             started = time.perf_counter()
+            args = self._full_ids(kwargs)
             try:
                 out = fn(**kwargs)
             except BadToolCall as exc:
                 self.state.record(
-                    TraceStep(tool=name, args=kwargs, observation=f"error: {exc}", seconds=_since(started), error=True)
+                    TraceStep(tool=name, args=args, observation=f"error: {exc}", seconds=_since(started), error=True)
                 )
                 raise
+            # The trace leaves the run: it shows doc_ids, not this run's labels.
+            seen = self.state.labels.expand(out)
             self.state.record(
-                TraceStep(tool=name, args=kwargs, observation=shorten(out, OBSERVATION_CHARS), seconds=_since(started))
+                TraceStep(tool=name, args=args, observation=shorten(seen, OBSERVATION_CHARS), seconds=_since(started))
             )
             return out
 
         run.__name__ = name
         return run
+
+
+def brief_declarations(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
+    """The tools as OpenAI tool declarations for a small model: each described by its first sentence, its
+    arguments by type, default and description only (no length or range limits: the tools still check them).
+
+    The full declarations are most of a small model's prompt (about 1,100 of 1,900 tokens with 12 papers).
+    """
+    out = []
+    for t in tools:
+        schema = convert_to_openai_tool(t)["function"]
+        params = schema.get("parameters", {})
+        props = {name: _brief_property(p) for name, p in params.get("properties", {}).items()}
+        brief = {"type": "object", "properties": props, "required": params.get("required", [])}
+        function = {"name": t.name, "description": _first_sentence(t.description), "parameters": brief}
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _brief_property(prop: dict[str, Any]) -> dict[str, Any]:
+    kinds = [p.get("type") for p in prop.get("anyOf", [])] if "anyOf" in prop else [prop.get("type")]
+    kept: dict[str, Any] = {"type": next((k for k in kinds if k and k != "null"), "string")}
+    if "items" in prop:
+        kept["items"] = {"type": prop["items"].get("type", "string")}
+    if prop.get("default") is not None:
+        kept["default"] = prop["default"]
+    if "description" in prop:
+        kept["description"] = prop["description"]
+    return kept
+
+
+def _first_sentence(doc: str) -> str:
+    first = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    return re.split(r"(?<=[^.])\.\s+(?=[A-Z])", first, maxsplit=1)[0].rstrip(".") + "."
 
 
 def _since(started: float) -> float:

@@ -53,6 +53,8 @@ class QueryResult(BaseModel):
     not_in_corpus: float | None = None
     seconds: float = 0.0
     sources: list[str] = Field(default_factory=list, description="Citation ids of the sources, best first.")
+    mode: str | None = Field(None, description="How the answer came: agent, single-shot or fallback.")
+    llm_error: str | None = Field(None, description="The model's failure, when the answer went on without it.")
     error: str | None = None
 
 
@@ -88,6 +90,8 @@ def score(q: EvalQuery, answer: Answer, expected_docs: list[str], k: int) -> Que
         expected_track=q.expected_track,
         seconds=answer.timings.get("total", 0.0),
         sources=[s.citation for s in answer.sources],
+        mode=answer.mode,
+        llm_error=answer.llm_error,
     )
     if q.expected_track:
         # A question about a paper that is not there is routed right when the router saw a paper question,

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from paperscope.agent.searcher import AgenticSearcher
-from paperscope.agent.tools import AgentTools, RunState
+from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
+from paperscope.agent.tools import AgentTools, RunState, brief_declarations
+from paperscope.prompts import load_prompt
 from paperscope.rag.store import PaperStore
 from tests.scripted_model import ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 
-CITE = re.compile(r"\[([0-9a-f-]{36}:\d+)\]")
+CITE = re.compile(r"\[((?:P\d+|[0-9a-f-]{36}):\d+)\]")  # what the model reads: short ids such as [P3:12]
+LISTED = re.compile(r"^- (P\d+): (.+?)(?: \(|$)", re.M)
+
+
+def label_of(messages: list[BaseMessage], title_start: str) -> str:
+    """The label (P<n>) the system prompt gives the paper whose title starts with `title_start`."""
+    listed = {title: label for label, title in LISTED.findall(str(messages[0].content))}
+    [label] = [label for title, label in listed.items() if title.startswith(title_start)]
+    return label
 
 
 def tool_results(messages: list[BaseMessage]) -> list[ToolMessage]:
@@ -71,10 +81,15 @@ def test_track_a_abstracts_then_scoped_section_then_window(
     assert answer.answer == "FlashRank labels 1.2 million queries. [1][2]"
     # The scoped search reached the store as asked: only that paper, only METHOD.
     scoped = tool_results(model.calls[2])[-1].content
-    assert all(c.startswith(doc) for c in CITE.findall(str(scoped)))
+    label = label_of(model.calls[0], "FlashRank")
+    assert CITE.findall(str(scoped)) and all(c.startswith(f"{label}:") for c in CITE.findall(str(scoped)))
     assert "(METHOD)" in str(scoped) and "(RELATED_WORK)" not in str(scoped)
-    # The model saw the system prompt with the catalogue and the tools bound.
-    assert isinstance(model.calls[0][0], SystemMessage) and doc in str(model.calls[0][0].content)
+    # The model saw the system prompt with the catalogue (short ids, no doc_ids) and the tools bound.
+    system = str(model.calls[0][0].content)
+    assert isinstance(model.calls[0][0], SystemMessage) and f"- {label}: FlashRank" in system and doc not in system
+    # Sources and trace leave the run with full doc_ids.
+    assert all(s.citation.startswith(f"{doc}:") for s in answer.sources)
+    assert answer.trace[1].args["doc_id"] == doc and answer.trace[2].args["doc_id"] == doc
     assert set(model.call_tools[0]) == {
         "search_abstracts",
         "search_by_section",
@@ -82,7 +97,9 @@ def test_track_a_abstracts_then_scoped_section_then_window(
         "get_paper_introduction",
         "finish",
     }
-    assert answer.models["router"] == "agent" and answer.timings["turns"] == 4
+    assert answer.models["router"] == "agent" and answer.turns == 4 and answer.mode == "agent"
+    assert "turns" not in answer.timings and not any(s.from_text for s in answer.trace)
+    assert [s.turn for s in answer.trace] == [1, 2, 3]
 
 
 def test_track_b_draws_on_several_papers_and_runs_calls_concurrently(
@@ -150,11 +167,19 @@ def test_invalid_json_arguments_are_reported(
     searcher, model = agent_for(
         invalid_tool_call("search_abstracts", '{"query": "kv cache'),
         final("I could not search."),
+        final("I still will not search."),
+        final("Quantizing the cache to 4 bits cuts its memory [1]."),
     )
     answer = searcher.run("What reduces KV cache memory?")
     [message] = tool_results(model.calls[1])
     assert "not valid JSON" in str(message.content)
-    assert not answer.supported and answer.answer == "I could not search."
+    # Nothing read yet: one re-prompt, then single-shot retrieval with the model writing from that context.
+    assert "You have not read any passage yet" in str(model.calls[2][-1].content)
+    assert "Excerpts:" in str(model.calls[3][-1].content)
+    assert answer.mode == "fallback" and answer.supported and answer.turns == 3
+    assert answer.answer == "Quantizing the cache to 4 bits cuts its memory [1]." and len(answer.sources) == 1
+    assert answer.notes[0].startswith("The model answered without using the search tools")
+    assert answer.trace[0].error and answer.trace[0].tool == "search_abstracts"
 
 
 def test_fabricated_sources_are_dropped(
@@ -178,14 +203,63 @@ def test_fabricated_sources_are_dropped(
     assert any("Dropped 1" in n for n in answer.notes)
 
 
-def test_an_answer_with_only_fabricated_sources_is_unsupported(
+def test_an_answer_citing_only_unread_passages_is_rewritten_from_what_was_read(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["marten"]
+    searcher, model = agent_for(
+        tool_call("search_by_section", {"query": "pretraining tokens", "doc_id": doc}),
+        tool_call("finish", {"answer": "It is 42 [P1:999].", "sources": ["P1:999"]}),
+        final("Marten-1B was pretrained on 600B tokens [1]."),
+    )
+    answer = searcher.run("How many tokens was Marten-1B trained on?")
+    # The model wrote the answer again, from the passages it had read, numbered as excerpts.
+    assert "Excerpts:" in str(model.calls[2][-1].content) and "[Paper: Marten" in str(model.calls[2][-1].content)
+    assert answer.mode == "fallback" and answer.supported
+    assert answer.answer == "Marten-1B was pretrained on 600B tokens [1]."
+    assert [s.doc_id for s in answer.sources] == [doc]
+    assert answer.notes[0] == NO_CITATION
+    assert [s.tool for s in answer.trace] == ["search_by_section"]
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["<tool_response>\nIt is 600B tokens {cid}\n</tool_response>", "{cid}", '{{"name": "finish", "arguments": 1}}'],
+    ids=["echoed-tool-response", "citations-only", "call-markup"],
+)
+def test_an_answer_that_is_markup_or_bare_citations_is_rewritten_from_what_was_read(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str], shape: str
+) -> None:
+    doc = sample_doc_ids["marten"]
+
+    def finish(messages: list[BaseMessage]) -> AIMessage:
+        [first, *_] = CITE.findall(str(tool_results(messages)[-1].content))
+        return tool_call("finish", {"answer": shape.format(cid=f"[{first}]"), "sources": [first]})
+
+    searcher, _ = agent_for(
+        tool_call("search_by_section", {"query": "pretraining tokens", "doc_id": doc}),
+        finish,
+        final("Marten-1B was pretrained on 600B tokens [1]."),
+    )
+    answer = searcher.run("How many tokens was Marten-1B trained on?")
+    assert answer.mode == "fallback" and answer.answer == "Marten-1B was pretrained on 600B tokens [1]."
+    assert answer.notes[0] == NO_CITATION
+
+
+def test_a_finish_before_reading_anything_gets_one_reprompt_then_single_shot(
     agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
 ) -> None:
     fake = f"{sample_doc_ids['marten']}:1"
-    searcher, _ = agent_for(tool_call("finish", {"answer": f"It is 42 [{fake}].", "sources": [fake]}))
-    answer = searcher.run("What is the answer?")
-    assert not answer.supported and answer.sources == []
-    assert "No retrieved passage supports this answer." in answer.notes
+    searcher, model = agent_for(
+        tool_call("finish", {"answer": f"It is 42 [{fake}].", "sources": [fake]}),
+        tool_call("finish", {"answer": "Still 42.", "sources": []}),
+        final("Marten-1B was pretrained on 600B tokens [1]."),
+    )
+    answer = searcher.run("How many tokens was Marten-1B pretrained on?")
+    assert "You have not read any passage yet" in str(model.calls[1][-1].content)
+    assert answer.mode == "fallback" and answer.supported and "42" not in answer.answer
+    assert answer.sources and answer.sources[0].doc_id == sample_doc_ids["marten"]
+    assert answer.models["router"] == "rules" and answer.trace == []
 
 
 def test_running_out_of_turns_answers_from_what_was_gathered(
@@ -222,7 +296,9 @@ def test_history_reaches_the_model(
     first = searcher.run("How much data did LongCite train on?")
     second = searcher.run("What about its ablation?", history=[first])
     sent = [str(m.content) for m in model.calls[2]]
-    assert "How much data did LongCite train on?" in sent and any(doc in s for s in sent)
+    assert "How much data did LongCite train on?" in sent
+    label = label_of(model.calls[2], "LongCite")
+    assert any(f"(Sources: {label} LongCite" in s for s in sent)
     assert second.sources and second.sources[0].doc_id == doc
 
 
@@ -265,12 +341,67 @@ def test_streaming_hands_the_answer_to_the_chat(
     assert "".join(pieces) == answer.answer
 
 
+def test_brief_declarations_keep_names_types_and_defaults_only(sample_kb: PaperStore) -> None:
+    tools = AgentTools(sample_kb, sample_kb.settings, RunState()).tools()
+    declared = {d["function"]["name"]: d["function"] for d in brief_declarations(tools)}
+    section = declared["search_by_section"]
+    assert section["description"] == (
+        "Search passages of the papers, optionally only in one paper (doc_id: P1, P2, ...) and one section category."
+    )
+    assert section["parameters"]["required"] == ["query"]
+    assert section["parameters"]["properties"]["k"] == {
+        "type": "integer",
+        "default": 5,
+        "description": "How many passages to return (1-10).",
+    }
+    assert section["parameters"]["properties"]["doc_id"]["type"] == "string"  # not anyOf [string, null]
+    assert declared["finish"]["parameters"]["properties"]["sources"]["items"] == {"type": "string"}
+    assert "minimum" not in json.dumps(declared) and "maxLength" not in json.dumps(declared)
+
+
 def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
     state = RunState()
     tools = AgentTools(sample_kb, sample_kb.settings, state)
     doc = sample_doc_ids["chunksage"]
     out = tools.get_context_window(doc, 0, 1)
-    assert CITE.findall(out) == [f"{doc}:0", f"{doc}:1"]
-    assert set(state.seen) == {f"{doc}:0", f"{doc}:1"}
-    intro = tools.get_paper_introduction(doc)
-    assert "(INTRODUCTION)" in intro and all(c in state.seen for c in CITE.findall(intro))
+    assert CITE.findall(out) == ["P1:0", "P1:1"]  # the model reads short ids ...
+    assert set(state.seen) == {f"{doc}:0", f"{doc}:1"}  # ... the run remembers full ones
+    assert state.resolve("P1:1") == state.resolve(f"{doc}:1") == f"{doc}:1" and state.resolve("P1:7") is None
+    bound = {t.name: t for t in tools.tools()}
+    intro = str(bound["get_paper_introduction"].invoke({"doc_id": "P1"}))  # as the model calls it, traced
+    assert "(INTRODUCTION)" in intro and all(state.resolve(c) for c in CITE.findall(intro))
+    [step] = state.trace
+    assert step.args == {"doc_id": doc} and doc in step.observation and "P1:" not in step.observation
+
+
+def test_the_compact_contract_declares_the_tools_briefly_and_reads_calls_from_text(
+    sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    def call(name: str, args: dict[str, object]) -> AIMessage:
+        return final(f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args)}}}\n</tool_call>')
+
+    def scoped(messages: list[BaseMessage]) -> AIMessage:
+        label = label_of(messages, "QuantKV")
+        return call("search_by_section", {"query": "memory saving", "doc_id": label, "category": "EVALUATION"})
+
+    def finish(messages: list[BaseMessage]) -> AIMessage:
+        [first, *_] = CITE.findall(str(tool_results(messages)[-1].content))
+        return call("finish", {"answer": f"It saves memory [{first}].", "sources": [first]})
+
+    settings = sample_kb.settings.model_copy(deep=True)
+    settings.agent.prompt = "compact"
+    model = ScriptedChatModel([scoped, finish])
+    searcher = AgenticSearcher(sample_kb, model, settings=settings)
+    answer = searcher.run("How much memory does QuantKV save?")
+    system = str(model.calls[0][0].content)
+    assert searcher.prompt_name == "agentic_searcher_compact" and "Reply with tool calls only." in system
+    assert 2 * len(load_prompt("agentic_searcher_compact").text) < len(load_prompt("agentic_searcher").text)
+    assert set(model.call_tools[0]) == {
+        "search_abstracts",
+        "search_by_section",
+        "get_context_window",
+        "get_paper_introduction",
+        "finish",
+    }
+    assert answer.mode == "agent" and answer.answer == "It saves memory [1]."
+    assert answer.sources[0].doc_id == sample_doc_ids["quantkv"] and all(s.from_text for s in answer.trace)

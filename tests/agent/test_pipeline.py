@@ -53,7 +53,9 @@ def test_a_question_naming_a_paper_stays_inside_it(searcher: Searcher, sample_do
     assert answer.route.doc_ids[:1] == [sample_doc_ids["flashrank"]]
     assert answer.sources and {s.doc_id for s in answer.sources} == {sample_doc_ids["flashrank"]}
     assert answer.extractive and answer.answer.startswith(HEADER)
-    assert any("We label 1,200,000 queries in total." in s.text for s in answer.sources)
+    # The count is in the abstract ("1.2 million queries") and in Section 3.1 ("1,200,000 queries").
+    assert any("1.2 million queries" in s.text or "1,200,000 queries" in s.text for s in answer.sources)
+    assert "1.2 million queries" in answer.answer or "1,200,000 queries" in answer.answer
     assert_extracts_are_cited(answer)
     assert_sources_were_retrieved(searcher, answer)
     assert set(answer.timings) >= {"route", "retrieve", "assemble", "generate", "total"}
@@ -142,6 +144,29 @@ def test_an_llm_answer_without_citations_keeps_every_source(sample_kb: PaperStor
     settings.llm.use_for_routing = False
     answer = Searcher(sample_kb, settings, chat_model=model).answer("How many queries was FlashRank trained on?")
     assert len(answer.sources) > 1 and any("cited none" in n for n in answer.notes)
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (final("[1][2]"), "it wrote no answer"),
+        (final(""), "it wrote no answer"),
+        (final('<tool_call>{"name": "search", "arguments": {}}</tool_call>'), "a tool call instead of an answer"),
+        (ValueError("endpoint exploded"), "ValueError: endpoint exploded"),
+    ],
+    ids=["citations-only", "empty", "tool-call", "model-raises"],
+)
+def test_a_model_that_gives_no_answer_gives_way_to_extracted_sentences(
+    sample_kb: PaperStore, reply: object, reason: str
+) -> None:
+    settings = sample_kb.settings.model_copy(deep=True)
+    settings.llm.use_for_routing = False
+    model = ScriptedChatModel([reply])  # type: ignore[list-item]
+    answer = Searcher(sample_kb, settings, chat_model=model).answer("How many queries was FlashRank trained on?")
+    assert answer.extractive and answer.mode == "single-shot" and answer.sources
+    assert reason in (answer.llm_error or "") and answer.notes[-1].startswith("The model failed (")
+    assert "Extracted from the retrieved papers (without the language model;" in answer.answer
+    assert "<tool_call>" not in answer.answer
 
 
 def test_an_empty_knowledge_base_says_so(tmp_path: Path, local_embedder: CachedEmbedder) -> None:
