@@ -1,6 +1,6 @@
 """Run the benchmarks and write their figures to benchmarks/RESULTS.md.
 
-Runs parse_bench, ingest_bench, query_bench (default sizes 1000,10000 so the whole run stays under
+Runs parse_bench, ingest_bench, answer_latency, query_bench (default sizes 1000,10000 so the whole run stays under
 ~20 minutes on 2 cores; 100k chunks is `python benchmarks/query_bench.py --sizes 100000`) and
 memory_bench, each in a subprocess of this interpreter, and collects their Markdown output under
 one heading each, after a header naming the machine and the package versions. store_bench (10k
@@ -108,6 +108,7 @@ def main() -> None:
     jobs: list[tuple[str, str, list[str]]] = [
         ("Parse throughput", "parse_bench.py", []),
         ("Ingest throughput (real pipeline, MiniLM)", "ingest_bench.py", []),
+        ("Answer latency, no LLM, sample corpus (MiniLM)", "answer_latency.py", []),
         ("Query latency by kb size (hash embedder)", "query_bench.py", query_args),
         ("Peak memory by stage", "memory_bench.py", []),
     ]

@@ -72,14 +72,20 @@ class RetrievalSettings(_Part):
         description="Retriever: bm25 (the default: best on real papers), dense, or hybrid (RRF over dense + BM25).",
     )
     k: int = Field(5, ge=1, le=50, description="Evidence passages an answer draws on.")
-    candidates: int = Field(20, ge=1, le=200, description="Hits fetched before MMR picks the final k.")
-    mmr_lambda: float = Field(0.7, ge=0.0, le=1.0, description="MMR trade-off: 1 = relevance only, 0 = diversity only.")
+    candidates: int = Field(20, ge=1, le=200, description="Hits fetched before ranking and MMR pick the final k.")
+    mmr_lambda: float = Field(
+        0.85, ge=0.0, le=1.0, description="MMR trade-off over the ranked hits: 1 = ranking only, 0 = diversity only."
+    )
     window: int = Field(1, ge=0, le=5, description="Neighbouring chunks added on each side of a hit.")
     token_budget: int = Field(1500, ge=64, description="Tokens of evidence text (windows included) per answer.")
     intro_tokens: int = Field(500, ge=0, description="Tokens of a paper's Introduction injected as context (0 = none).")
-    survey_papers: int = Field(5, ge=1, le=50, description="Track B: papers taken from the abstract search.")
-    per_paper: int = Field(2, ge=1, le=20, description="Track B: at most this many evidence passages per paper.")
-    min_hits: int = Field(2, ge=1, description="Track A: widen to every section when the routed ones give fewer hits.")
+    survey_papers: int = Field(5, ge=1, le=50, description="Track B: papers that give passages (at least k).")
+    per_paper: int = Field(
+        2,
+        ge=1,
+        le=20,
+        description="Track B over papers the question names: passages per paper (else 1; 3 to a leader).",
+    )
 
 
 class LLMSettings(_Part):

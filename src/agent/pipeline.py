@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
@@ -58,6 +59,12 @@ _SURVEY_WORDS = re.compile(
     r"techniques|studies)\b|\b(papers?|works?|studies)\b|有哪些|哪些(工作|论文|方法)?",
     re.IGNORECASE,
 )
+
+
+def _unit(vector: Sequence[float] | None) -> np.ndarray:
+    v = np.asarray(vector or [0.0], dtype=np.float64)
+    norm = float(np.linalg.norm(v))
+    return v / norm if norm else v
 
 
 def survey_focus(query: str) -> str:
@@ -258,12 +265,27 @@ class Searcher:
             return (h.score or 0.0) / top + bonus + (ABSTRACT_BOOST if cat is Cat.ABSTRACT else 0.0)
 
         window = self.settings.retrieval.window
+        lam = self.settings.retrieval.mmr_lambda
+        pool = [
+            h
+            for h in sorted(hits, key=value, reverse=True)
+            if h.vector or lam == 1.0  # a hit without its vector cannot be compared: MMR needs them all
+        ] or sorted(hits, key=value, reverse=True)
+        units = {id(h): _unit(h.vector) for h in pool} if lam < 1.0 else {}
         picked: list[StoredChunk] = []
-        for h in sorted(hits, key=value, reverse=True):
-            if all(h.doc_id != p.doc_id or abs(h.chunk_index - p.chunk_index) > window for p in picked):
-                picked.append(h)
-            if len(picked) == k:
-                break
+        while pool and len(picked) < k:
+            if units and picked:
+                # MMR over the ranking value: near-duplicates of a picked passage give way.
+                def mmr(h: StoredChunk) -> float:
+                    same = max(float(units[id(h)] @ units[id(p)]) for p in picked)
+                    return lam * value(h) - (1.0 - lam) * same
+
+                best = max(pool, key=mmr)
+            else:
+                best = pool[0]
+            pool.remove(best)
+            if all(best.doc_id != p.doc_id or abs(best.chunk_index - p.chunk_index) > window for p in picked):
+                picked.append(best)
         return picked
 
     def _survey(

@@ -153,7 +153,7 @@ class AgenticSearcher:
         listed = papers[:CATALOGUE_IN_PROMPT]
         labels = PaperLabels(p.doc_id for p in listed)
         state = RunState(labels)
-        tools = AgentTools(self.store, self.settings, state, papers)
+        tools = AgentTools(self.store, self.settings, state, papers, locator=self.single_shot.locator(papers))
         prompt = self.prompt_name
         compact = prompt == PROMPTS["compact"]
         graph = build_graph(self.chat_model, tools, self.max_iterations, brief=compact)

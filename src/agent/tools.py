@@ -24,10 +24,12 @@ from ..config import Settings
 from ..parser.models import SectionCategory
 from ..rag.context import introduction
 from ..rag.filters import SearchFilter, parse_category, validate_doc_id
+from ..rag.query import expand
 from ..rag.retrievers import get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import TraceStep
 from .labels import PaperLabels
+from .locate import PaperLocator
 
 MAX_K = 10
 MAX_WINDOW = 3
@@ -120,12 +122,20 @@ class AgentTools:
     """The five tools bound to one store and one run's state."""
 
     def __init__(
-        self, store: PaperStore, settings: Settings, state: RunState, papers: Sequence[PaperRecord] | None = None
+        self,
+        store: PaperStore,
+        settings: Settings,
+        state: RunState,
+        papers: Sequence[PaperRecord] | None = None,
+        locator: PaperLocator | None = None,
     ) -> None:
-        """`papers`: the ready catalogue if the caller has just read it (it is re-read on an unknown doc_id)."""
+        """`papers`: the ready catalogue if the caller has just read it (it is re-read on an unknown doc_id).
+        `locator`: ranks papers for search_abstracts (names, title, aliases and abstract); without one,
+        search_abstracts ranks abstract passages only."""
         self.store = store
         self.settings = settings
         self.state = state
+        self.locator = locator
         self._retrieve = get_retriever(settings.retrieval.retriever)
         self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
@@ -161,14 +171,25 @@ class AgentTools:
     def search_abstracts(self, query: str, k: int = 5) -> str:
         """Find the papers about a topic by searching their titles and abstracts.
 
-        Returns for each paper its id (P1, P2, ...), title, year, score, and the citation id and start of its
-        abstract. Start here to learn which papers matter, then search inside them with search_by_section.
+        Returns for each paper, best match first, its id (P1, P2, ...), title, year, score, and the citation
+        id and start of its abstract. Start here to learn which papers matter, then search inside them with
+        search_by_section.
         """
-        hits = self._retrieve(self.store, query, SearchFilter(categories=[SectionCategory.ABSTRACT]), k * 3)
+        asked = expand(query)
+        hits = self._retrieve(self.store, asked, SearchFilter(categories=[SectionCategory.ABSTRACT]), k * 3)
         best: dict[str, StoredChunk] = {}
         for h in hits:
             best.setdefault(h.doc_id, h)
-        papers = list(best.values())[:k]
+        top = max((h.score or 0.0 for h in hits), default=0.0) or 1.0
+        score = {d: (h.score or 0.0) / top for d, h in best.items()}
+        if self.locator is not None:
+            # The catalogue's view first: a paper named by its title, short name, acronym or authors leads;
+            # papers only the abstract search found follow, their scores kept below the located ones.
+            located = {c.doc_id: c.score for c in self.locator.locate(asked, k=k).candidates if c.score > 0}
+            floor = min(located.values(), default=1.0)
+            score = {**{d: 0.99 * floor * v for d, v in score.items()}, **located}
+        order = sorted(score, key=lambda d: -score[d])
+        papers = [c for d in order[:k] if (c := best.get(d) or self._abstract(d)) is not None]
         if not papers:
             return "No paper matches. Try other words."
         self.state.remember(papers)
@@ -177,10 +198,16 @@ class AgentTools:
         for h in papers:
             year = f" ({h.year})" if h.year else ""
             lines.append(
-                f"{labels.label(h.doc_id)} | {h.title}{year} | score {h.score or 0.0:.3f} | "
+                f"{labels.label(h.doc_id)} | {h.title}{year} | score {score[h.doc_id]:.3f} | "
                 f"abstract [{labels.citation(h.doc_id, h.chunk_index)}]: {shorten(h.text, SNIPPET_CHARS)}"
             )
         return "\n".join(lines)
+
+    def _abstract(self, doc_id: str) -> StoredChunk | None:
+        """The first abstract chunk of a paper (its first chunk when it has no abstract)."""
+        found = self.store.get_section(doc_id, SectionCategory.ABSTRACT, max_tokens=1)
+        found = found or self.store.get_context_window(doc_id, 0, 0)
+        return found[0] if found else None
 
     def search_by_section(self, query: str, doc_id: str | None = None, category: str | None = None, k: int = 5) -> str:
         """Search passages of the papers, optionally only in one paper (doc_id: P1, P2, ...) and one section category.

@@ -3,8 +3,10 @@ re-joins a hyphenated word or changes line breaks does not silently change a sco
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 
 _HYPHEN_BREAK = re.compile(r"(\w)-\s+(\w)")
@@ -12,8 +14,9 @@ _SPACE = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
-    """Lower case, words split at a line-end hyphen re-joined, hyphens and whitespace runs made single spaces."""
-    text = _HYPHEN_BREAK.sub(r"\1\2", text.casefold())
+    """NFKC, lower case, words split at a line-end hyphen re-joined, hyphens and whitespace runs made single
+    spaces (ligatures and full-width characters compare equal to their plain forms)."""
+    text = _HYPHEN_BREAK.sub(r"\1\2", unicodedata.normalize("NFKC", text).casefold())
     text = text.replace("\u00ad", "").replace("-", " ")
     return _SPACE.sub(" ", text).strip()
 
@@ -22,6 +25,22 @@ def contains(text: str, needle: str) -> bool:
     """`needle` occurs in `text` after normalising both; a joined hyphenation also matches its hyphenated form."""
     hay, pin = normalize(text), normalize(needle)
     return pin in hay or pin.replace(" ", "") in hay.replace(" ", "")
+
+
+def _title_key(title: str) -> str:
+    folded = "".join(c for c in unicodedata.normalize("NFKD", title) if not unicodedata.combining(c))
+    return re.sub(r"[^a-z0-9]+", "", folded.lower())
+
+
+def same_title(expected: str, found: str) -> bool:
+    """Titles match when equal up to case, accents and punctuation, when one holds the other (12+ characters),
+    or when they are very similar (a parser's title may drop a subtitle or mis-read a character)."""
+    e, f = _title_key(expected), _title_key(found)
+    if not e or not f:
+        return False
+    if e == f or (len(f) >= 12 and f in e) or (len(e) >= 12 and e in f):
+        return True
+    return difflib.SequenceMatcher(None, e, f).ratio() >= 0.85
 
 
 def relevant(text: str, evidence: Sequence[str]) -> bool:

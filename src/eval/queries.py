@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..parser.models import SectionCategory
@@ -20,13 +20,23 @@ class EvalQuery(BaseModel):
 
     id: str = Field(description="Unique id, e.g. a01.")
     query: str = Field(min_length=1, description="The question as a researcher would ask it.")
-    expected_track: Literal["A", "B"] | None = Field(None, description="A: one paper; B: across papers.")
+    expected_track: Literal["A", "B", "NONE"] | None = Field(
+        None, description="A: one paper; B: across papers; NONE: no paper of the collection (implies not_in_corpus)."
+    )
     expected_doc_ids: list[str] = Field(default_factory=list, description="Papers that answer it, by doc_id.")
     expected_titles: list[str] = Field(default_factory=list, description="Papers that answer it, by title.")
     expected_sections: list[str] = Field(default_factory=list, description="Categories where the answer lives.")
     evidence: list[str] = Field(default_factory=list, description="Strings a relevant chunk contains.")
     answer_contains: list[str] = Field(default_factory=list, description="Facts a correct answer states.")
     not_in_corpus: bool = Field(False, description="The answer is not in the papers; saying so is right.")
+    lang: str | None = Field(None, description="The question's language (en, zh, ...), for results per language.")
+    file: list[str] = Field(default_factory=list, description="The PDF files the question is about (informational).")
+
+    @model_validator(mode="after")
+    def _none_track(self) -> EvalQuery:
+        if self.expected_track == "NONE":
+            self.not_in_corpus = True
+        return self
 
     @field_validator("expected_sections")
     @classmethod

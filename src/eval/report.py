@@ -34,8 +34,12 @@ def fmt(value: float | None) -> str:
 
 
 def summary_rows(report: EvalReport) -> list[tuple[str, Summary]]:
-    """(label, summary) for overall then each track."""
-    return [("overall", report.overall), *((f"track {t}", s) for t, s in report.per_track.items())]
+    """(label, summary) for overall, each track, then each language."""
+    return [
+        ("overall", report.overall),
+        *((f"track {t}", s) for t, s in report.per_track.items()),
+        *((f"lang {x}", s) for x, s in report.per_lang.items()),
+    ]
 
 
 def markdown(report: EvalReport) -> str:

@@ -43,6 +43,7 @@ class QueryResult(BaseModel):
     query: str
     track: str
     expected_track: str | None
+    lang: str | None = None
     routing: float | None = None
     paper_hit: float | None = None
     recall: float | None = None
@@ -76,6 +77,9 @@ class EvalReport(BaseModel):
     mode: str
     overall: Summary
     per_track: dict[str, Summary]
+    per_lang: dict[str, Summary] = Field(
+        default_factory=dict, description="By question language, when the queries carry more than one."
+    )
     results: list[QueryResult]
 
 
@@ -88,12 +92,13 @@ def score(q: EvalQuery, answer: Answer, expected_docs: list[str], k: int) -> Que
         query=q.query,
         track=answer.track,
         expected_track=q.expected_track,
+        lang=q.lang,
         seconds=answer.timings.get("total", 0.0),
         sources=[s.citation for s in answer.sources],
         mode=answer.mode,
         llm_error=answer.llm_error,
     )
-    if q.expected_track:
+    if q.expected_track in ("A", "B"):
         # A question about a paper that is not there is routed right when the router saw a paper question,
         # even though the search then falls back to the whole field (Track B) to show what is close.
         taken = answer.track
@@ -119,9 +124,9 @@ def score(q: EvalQuery, answer: Answer, expected_docs: list[str], k: int) -> Que
 
 def failed(q: EvalQuery, expected_docs: list[str], error: str) -> QueryResult:
     """A query whose run raised: every metric that applies scores 0."""
-    r = QueryResult(id=q.id, query=q.query, track="-", expected_track=q.expected_track, error=error)
+    r = QueryResult(id=q.id, query=q.query, track="-", expected_track=q.expected_track, lang=q.lang, error=error)
     applies = {
-        "routing": bool(q.expected_track),
+        "routing": q.expected_track in ("A", "B"),
         "not_in_corpus": q.not_in_corpus,
         "paper_hit": bool(expected_docs) and not q.not_in_corpus,
         "recall": bool(q.evidence) and not q.not_in_corpus,
@@ -164,11 +169,11 @@ def run_eval(
     on_result: Callable[[QueryResult], None] | None = None,
 ) -> EvalReport:
     """Ask every query (independently, no history) and score the answers."""
-    by_title = {p.title.casefold(): p.doc_id for p in runner.store.list_papers(brief=True)}
+    papers = runner.store.list_papers(brief=True)
     results: list[QueryResult] = []
     for q in queries:
         expected = list(q.expected_doc_ids) + [
-            by_title[t.casefold()] for t in q.expected_titles if t.casefold() in by_title
+            p.doc_id for t in q.expected_titles for p in papers if metrics.same_title(t, p.title)
         ]
         try:
             result = score(q, runner.run(q.query), expected, k)
@@ -179,4 +184,8 @@ def run_eval(
             on_result(result)
     tracks = sorted({q.expected_track for q in queries if q.expected_track})
     per_track = {t: summarize([r for r in results if r.expected_track == t]) for t in tracks}
-    return EvalReport(file=file, k=k, mode=mode, overall=summarize(results), per_track=per_track, results=results)
+    langs = sorted({q.lang for q in queries if q.lang})
+    per_lang = {x: summarize([r for r in results if r.lang == x]) for x in langs} if len(langs) > 1 else {}
+    return EvalReport(
+        file=file, k=k, mode=mode, overall=summarize(results), per_track=per_track, per_lang=per_lang, results=results
+    )

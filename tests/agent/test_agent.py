@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from paperscope.agent.locate import PaperLocator
 from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
 from paperscope.prompts import load_prompt
@@ -405,3 +406,16 @@ def test_the_compact_contract_declares_the_tools_briefly_and_reads_calls_from_te
     }
     assert answer.mode == "agent" and answer.answer == "It saves memory [1]."
     assert answer.sources[0].doc_id == sample_doc_ids["quantkv"] and all(s.from_text for s in answer.trace)
+
+
+def test_search_abstracts_finds_a_paper_by_what_people_call_it(
+    sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    papers = [p for p in sample_kb.list_papers(brief=True) if p.ready]
+    tools = AgentTools(sample_kb, sample_kb.settings, RunState(), papers, locator=PaperLocator(sample_kb, papers))
+    # Author names are in no abstract: only the catalogue's aliases know them.
+    for query, paper in [("Mendez et al.", "blendir"), ("the paper by Mendez and Weiss", "blendir")]:
+        first = tools.search_abstracts(query, k=3).splitlines()[0]
+        label = first.split(" | ")[0]
+        assert tools.state.labels.doc_id(label) == sample_doc_ids[paper], (query, first)
+        assert re.search(r"\| score \d\.\d{3} \| abstract \[P\d+:\d+\]", first)

@@ -12,6 +12,7 @@ from paperscope.agent.answer import Answer
 from paperscope.agent.extractive import HEADER, sentences, strip_references
 from paperscope.agent.pipeline import Searcher
 from paperscope.config import Settings
+from paperscope.parser.models import SectionCategory as Cat
 from paperscope.rag.adapters import PaperscopeRetriever
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.filters import SearchFilter
@@ -121,6 +122,25 @@ def test_mmr_keeps_the_evidence_varied(searcher: Searcher) -> None:
     texts = [h.text for h in hits]
     assert len(set(texts)) == len(texts)
     assert len({h.chunk_index for h in hits}) == len(hits)
+
+
+def _hit(i: int, score: float, vector: list[float]) -> StoredChunk:
+    return StoredChunk(
+        id=i, doc_id="d", title="T", year=None, score=score, vector=vector, chunk_index=10 * i, text=f"t{i}",
+        index_text=f"t{i}", section_title="3 Method", parent_section="", section_category=Cat.METHOD,
+        hierarchy_level=0, page_number=1,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("lam", "expected"), [(1.0, [0, 1]), (0.6, [0, 2])])
+def test_ranking_gives_way_to_a_different_passage_under_mmr(
+    sample_kb: PaperStore, lam: float, expected: list[int]
+) -> None:
+    settings = sample_kb.settings.model_copy(deep=True)
+    settings.retrieval.mmr_lambda = lam
+    hits = [_hit(0, 10.0, [1.0, 0.0]), _hit(1, 9.5, [0.99, 0.05]), _hit(2, 8.0, [0.0, 1.0])]
+    picked = Searcher(sample_kb, settings)._prefer(hits, [], k=2)
+    assert [h.id for h in picked] == expected
 
 
 def test_llm_answers_cite_the_evidence_they_were_given(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:

@@ -101,3 +101,41 @@ def test_eval_no_agent_on_the_sample_corpus_meets_the_floors(
     assert "| overall |" in text and "| track A |" in text and "| track B |" in text
     for explanation in EXPLANATIONS.values():
         assert explanation.split(";")[0] in text
+
+
+def test_titles_match_as_the_dev_set_scorer_matches_them() -> None:
+    title = "FlashRank: Cheap Listwise Reranking with Distilled Cross-Encoders"
+    assert metrics.same_title(title, "FLASHRANK — cheap listwise reranking with distilled cross encoders")
+    assert metrics.same_title(title, "Cheap Listwise Reranking with Distilled Cross-Encoders")  # subtitle only
+    assert metrics.same_title("Café au lait: a study", "Cafe au lait: a study")
+    assert not metrics.same_title(title, "HyDRA: Hypothetical Documents for Retrieval")
+    assert metrics.contains("the ﬁrst eﬃcient model", "first efficient")  # ligatures (NFKC)
+
+
+def test_eval_reads_the_dev_set_format_with_absent_papers_and_languages(
+    sample_kb: PaperStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    queries = [
+        {"id": "A1", "query": "How many queries was FlashRank trained on?", "expected_track": "A",
+         "expected_titles": ["FlashRank: Cheap Listwise Reranking with Distilled Cross-Encoders"],
+         "evidence": ["1.2 million queries"], "file": ["flashrank.pdf"], "lang": "en"},
+        {"id": "A2", "query": "FlashRank 用了多少查询来训练？", "expected_track": "A",
+         "expected_titles": ["flashrank cheap listwise reranking with distilled cross-encoders"],
+         "file": ["flashrank.pdf"], "lang": "zh"},
+        {"id": "N1", "query": "What learning rate does the BERT paper use for fine-tuning?",
+         "expected_track": "NONE", "lang": "en"},
+    ]  # fmt: skip
+    gold = tmp_path / "questions.jsonl"
+    gold.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries), encoding="utf-8")
+    [a1, _, n1] = load_queries(gold)
+    assert a1.lang == "en" and a1.file == ["flashrank.pdf"] and n1.not_in_corpus and not a1.not_in_corpus
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(sample_kb.settings.home))
+    monkeypatch.delenv("PAPERSCOPE_LLM_MODEL", raising=False)
+    result = CliRunner().invoke(app, ["eval", str(gold), "--no-agent", "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report["per_track"]) == {"A", "NONE"} and set(report["per_lang"]) == {"en", "zh"}
+    by_id = {r["id"]: r for r in report["results"]}
+    assert by_id["A1"]["paper_hit"] == 1.0 and by_id["A2"]["paper_hit"] == 1.0  # titles matched loosely
+    assert by_id["N1"]["routing"] is None and by_id["N1"]["not_in_corpus"] == 1.0 and by_id["N1"]["track"] == "NONE"
+    assert report["per_track"]["NONE"]["scores"]["routing"] is None
