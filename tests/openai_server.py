@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -313,6 +314,12 @@ class _HTTPServer(ThreadingHTTPServer):
     ) -> None:
         self.scripted = scripted
         super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-reply (it had what it needed, or gave up) is no error of the server's."""
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def _usage(request: dict[str, Any], answer: _Answer) -> dict[str, int]:
