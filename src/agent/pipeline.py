@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
@@ -22,6 +21,7 @@ from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.context import Evidence, assemble, format_context
 from ..rag.filters import SearchFilter, parse_category, validate_doc_id
+from ..rag.mmr import mmr_chunks
 from ..rag.query import expand, focus, inflect
 from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
@@ -59,12 +59,6 @@ _SURVEY_WORDS = re.compile(
     r"techniques|studies)\b|\b(papers?|works?|studies)\b|有哪些|哪些(工作|论文|方法)?",
     re.IGNORECASE,
 )
-
-
-def _unit(vector: Sequence[float] | None) -> np.ndarray:
-    v = np.asarray(vector or [0.0], dtype=np.float64)
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm else v
 
 
 def survey_focus(query: str) -> str:
@@ -264,28 +258,18 @@ class Searcher:
             bonus = CATEGORY_BOOST if cat in cats else -TRAILING.get(cat, 0.0)
             return (h.score or 0.0) / top + bonus + (ABSTRACT_BOOST if cat is Cat.ABSTRACT else 0.0)
 
-        window = self.settings.retrieval.window
-        lam = self.settings.retrieval.mmr_lambda
-        pool = [
-            h
-            for h in sorted(hits, key=value, reverse=True)
-            if h.vector or lam == 1.0  # a hit without its vector cannot be compared: MMR needs them all
-        ] or sorted(hits, key=value, reverse=True)
-        units = {id(h): _unit(h.vector) for h in pool} if lam < 1.0 else {}
+        r = self.settings.retrieval
+        ranked = sorted(hits, key=value, reverse=True)
+        if r.mmr_lambda < 1.0:
+            # MMR over the ranking value: near-duplicates of a picked passage give way.
+            relevance = [value(h) for h in ranked]
+            ranked = mmr_chunks(self.store.embedder, "", ranked, len(ranked), r.mmr_lambda, relevance=relevance)
         picked: list[StoredChunk] = []
-        while pool and len(picked) < k:
-            if units and picked:
-                # MMR over the ranking value: near-duplicates of a picked passage give way.
-                def mmr(h: StoredChunk) -> float:
-                    same = max(float(units[id(h)] @ units[id(p)]) for p in picked)
-                    return lam * value(h) - (1.0 - lam) * same
-
-                best = max(pool, key=mmr)
-            else:
-                best = pool[0]
-            pool.remove(best)
-            if all(best.doc_id != p.doc_id or abs(best.chunk_index - p.chunk_index) > window for p in picked):
-                picked.append(best)
+        for h in ranked:
+            if all(h.doc_id != p.doc_id or abs(h.chunk_index - p.chunk_index) > r.window for p in picked):
+                picked.append(h)
+            if len(picked) == k:
+                break
         return picked
 
     def _survey(

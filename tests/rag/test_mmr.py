@@ -147,3 +147,14 @@ def test_mmr_chunks_without_chunks_embeds_nothing() -> None:
     assert embedder.documents == [] and embedder.queries == []
     with pytest.raises(ValueError, match="lambda_"):
         mmr_chunks(embedder, "query", [], k=3, lambda_=2.0)  # type: ignore[arg-type]
+
+
+def test_given_relevance_replaces_the_query_vector() -> None:
+    vectors = [[1.0, 0.0], [0.99, 0.05], [0.0, 1.0]]
+    ranking = [1.0, 0.95, 0.8]  # e.g. BM25 scores: the query vector plays no part
+    assert mmr(None, ["a", "b", "c"], vectors, 2, lambda_=1.0, relevance=ranking) == ["a", "b"]
+    assert mmr(None, ["a", "b", "c"], vectors, 2, lambda_=0.6, relevance=ranking) == ["a", "c"]
+    with pytest.raises(ValueError, match="relevance must be 3 finite numbers"):
+        mmr(None, ["a", "b", "c"], vectors, 2, relevance=[1.0, float("nan"), 0.0])
+    with pytest.raises(ValueError, match="query vector"):
+        mmr(None, ["a"], [[1.0]], 1)
