@@ -308,7 +308,9 @@ class _Finder:
                 break
             if parse_heading(nxt.text).number is not None:
                 break
-            if self._centered(i + n - 1) and self._centered(i + n):
+            if self._centered(i + n - 1):
+                if not self._centered(i + n) or _upper(nxt.text) != _upper(ln.text):
+                    break  # a centred heading ends where the left-aligned or lower-case text begins
                 n += 1  # a centred heading broken over lines ("APPENDIX A" / "PROOF OF THE ...")
                 continue
             _, right = self._edges(last)
@@ -361,7 +363,7 @@ class _Finder:
         chars = marked = 0
         for j in range(k, len(spans)):
             n = len(spans[j].text.strip())
-            chars += n
+            chars += 0 if spans[j].mono else n  # code names neither make nor break the lead
             marked += n if styled(spans[j]) else 0
             ends = styled(spans[j]) and re.search(r"[.:]$", spans[j].text.strip())
             if ends and (j + 1 == len(spans) or not styled(spans[j + 1])):
@@ -519,6 +521,12 @@ def _style(ln: Line) -> tuple[str, float, bool]:
 def _prominence(style: tuple[str, float, bool, bool, bool]) -> tuple[bool, float, bool]:
     _, size, bold, _, caps = style
     return caps, size, bold
+
+
+def _upper(text: str) -> bool:
+    """Mostly capitals: a caps heading's second line, not the sentence that follows it."""
+    letters = [ch for ch in text if ch.isalpha()]
+    return bool(letters) and sum(ch.isupper() for ch in letters) >= 0.5 * len(letters)
 
 
 def _roman(text: str) -> int:

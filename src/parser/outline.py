@@ -52,6 +52,8 @@ def match_outline(lines: list[Line], toc: list[list[object]], title: str, skip: 
     if not entries:
         return OutlineMatch({}, 0)
     top = min(level for level, _, _ in entries)
+    # Sections nest three deep; a fourth outline level holds paragraph heads, which stay in the text.
+    entries = [e for e in entries if e[0] - top < 3]
     by_page: dict[int, list[int]] = {}
     for i, ln in enumerate(lines):
         by_page.setdefault(ln.page, []).append(i)

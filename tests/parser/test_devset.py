@@ -105,6 +105,16 @@ def test_every_class_sample(
     assert not weak, json.dumps(weak, indent=1)
     totals = [sum(s[k] for s in scores.values()) for k in ("matched", "extra", "missed")]
     assert _f1(*totals) >= 0.95
+    # Leaving out only what the classes print and the ground truth omits (the abstract's heading, achemso's
+    # "Supporting Information Available", IEEEtran's "APPENDIX B" of an untitled appendix), every sample
+    # reaches 0.95: nothing else is missed or invented.
+    printed_by_class = re.compile(r"^(abstract|supporting information available|appendix [a-z])$", re.I)
+    strict = {}
+    for n, s in scores.items():
+        extra = [t for t in s["extra_titles"] if not printed_by_class.match(t)]
+        if _f1(s["matched"], len(extra), s["missed"]) < 0.95:
+            strict[n] = {"missed": s["missed_titles"], "extra": extra}
+    assert not strict, json.dumps(strict, indent=1)
 
 
 def test_titles_and_abstracts(parsed: dict[str, dict[str, Paper]], devset: Path) -> None:
@@ -169,6 +179,21 @@ def test_headings_in_body_type_without_outline(
 ) -> None:
     titles = [s.title for s in parsed["no outline"][name].sections]
     assert [t for t in expected if t not in titles] == [], titles
+
+
+def test_paragraph_heads_and_wrapped_headings(parsed: dict[str, dict[str, Paper]]) -> None:
+    """A fourth outline level holds paragraph heads (not sections); a centred capitals heading over two lines
+    stops where the body text begins; a run-in lead with code names in typewriter is cut at its full stop."""
+    oup = [s.title for s in parsed["published"]["sample_oup-authoring-template.pdf"].sections]
+    assert not [t for t in oup if "paragraph head" in t], oup
+    assert "This is an example for third level head - subsubsection head" in oup
+    for variant in ("published", "no outline"):
+        ieee = [s.title for s in parsed[variant]["sample_ieeetran-journal.pdf"].sections]
+        assert "APPENDIX A PROOF OF THE FIRST ZONKLAR EQUATION" in ieee, ieee
+        ams = [s.title for s in parsed[variant]["sample_amsart.pdf"].sections]
+        assert "9.9. \\overset, \\underset, and \\sideset" in ams, [t for t in ams if t.startswith("9.")]
+    aas = [s.title for s in parsed["published"]["sample_aastex631.pdf"].sections]
+    assert "A. APPENDIX INFORMATION" in aas, aas  # the outline says "Appendix information": not appendix "I"
 
 
 def test_levels_from_numbering_and_type(parsed: dict[str, dict[str, Paper]]) -> None:

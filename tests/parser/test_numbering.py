@@ -16,6 +16,11 @@ from paperscope.parser.numbering import parse_heading
         ("Appendix B: Proofs", "B", 0, "Proofs", "appendix"),
         ("A. Query Features", "A", 0, "Query Features", "letter"),
         ("Introduction", None, 0, "Introduction", "none"),
+        # "Appendix i..." is a word, not appendix I
+        ("Appendix information", None, 0, "Appendix information", "none"),
+        ("Appendix one text goes here.", None, 0, "Appendix one text goes here.", "none"),
+        ("APPENDIX", None, 0, "APPENDIX", "appendix"),
+        ("Appendix: Proofs", None, 0, "Proofs", "appendix"),
     ],
 )
 def test_parse_heading(text: str, number: str | None, depth: int, name: str, style: str) -> None:
