@@ -50,6 +50,7 @@ _FIELD = re.compile(
 # "Which papers ...", "papers in the collection", "哪些论文": the question asks across papers.
 _SURVEY = re.compile(
     r"\b(?:which|what|are there|any)\s+(?:[\w-]+\s+){0,3}?(?:papers|studies|works|articles|publications)\b"
+    r"(?!\s+(?:best|better|well|worse|worst|most)\b)"  # "which chunk size works best": a verb
     r"|\bpapers?\s+in\s+the\s+(?:collection|corpus|knowledge base)\b|\bacross\s+(?:the\s+)?papers\b"
     r"|哪些\S{0,6}?(?:论文|研究|文章|工作)|有什么论文|集合中|各自",
     re.IGNORECASE,

@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 
 from ..config import Settings
 from ..errors import LLMError
+from ..parser.categories import is_reference_list
 from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.context import Evidence, assemble, format_context
@@ -47,6 +48,10 @@ DOMINANT = 1.6
 PAPER_WEIGHT = 0.25
 # Below this share of the question's words in what was found, the papers do not seem to answer it.
 WEAK_COVERAGE = 0.35
+# Reference lists stay out of the passages unless the question is about citations; fetch this many more
+# hits so that dropping them still leaves enough.
+REFERENCE_SLACK = 16
+_ABOUT_CITATIONS = re.compile(r"\b(cit(e|es|ed|ing|ation|ations)|referenc\w*|bibliograph\w*)\b|引用|参考文献", re.I)
 # Follow-ups that point back at the paper of the previous answer.
 _ANAPHORA = re.compile(
     r"\b(it|its|this paper|that paper|the paper|this work|the authors|they|their)\b|它|这篇|该论文|作者", re.I
@@ -227,7 +232,13 @@ class Searcher:
         return self.plan(query, doc_ids=doc_ids, categories=categories, k=k).hits
 
     def _candidates(self, query: str, search_filter: SearchFilter, n: int | None = None) -> list[StoredChunk]:
-        return self.retriever(self.store, query, search_filter, n or self.settings.retrieval.candidates)
+        """Passages for a question, reference lists left out unless it asks about citations: a list of cited
+        titles matches every topic and every author's name, and is no paper's own evidence."""
+        n = n or self.settings.retrieval.candidates
+        if _ABOUT_CITATIONS.search(query):
+            return self.retriever(self.store, query, search_filter, n)
+        hits = self.retriever(self.store, query, search_filter, n + REFERENCE_SLACK)
+        return [h for h in hits if not is_reference_list(h.section_title)][:n]
 
     def _search_paper(
         self,

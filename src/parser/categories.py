@@ -63,6 +63,17 @@ _BACK_MATTER = re.compile(
     r"|参考文献|致\s*谢|附\s*录)$"
 )
 
+# The paper's reference list: cited titles and author names, never the paper's own evidence.
+_REFERENCE_LIST = re.compile(
+    r"^\s*(?:[\dIVX]+\.?\s*)?(references?|bibliography|literature\s+cited|works\s+cited|参考文献)\s*$", re.I
+)
+
+
+def is_reference_list(heading: str) -> bool:
+    """True for a References / Bibliography heading (numbered or not)."""
+    return bool(_REFERENCE_LIST.match(heading))
+
+
 # A subsection keeps its parent's category unless its own heading names one of these:
 # generic words like "model" or "motivation" inside a section mean nothing about its role.
 _SUBSECTION_OVERRIDES = {Cat.EVALUATION, Cat.CONCLUSION, Cat.RELATED_WORK, Cat.OTHER}

@@ -295,6 +295,11 @@ def inflect(query: str) -> str:
 
 
 def _forms(word: str) -> list[str]:
+    # Greek plurals: "analyses" <-> "analysis", "hypotheses" <-> "hypothesis".
+    if word.endswith(("yses", "eses")):
+        return [word[:-2] + "is"]
+    if word.endswith(("ysis", "esis")):
+        return [word[:-2] + "es"]
     bases = [word]
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith(("ss", "us", "is")):

@@ -141,3 +141,11 @@ def test_a_paper_without_headings_is_still_found(searcher: Searcher) -> None:
     answer = searcher.answer("How long did the seagrass canopy take to recover after marine heatwaves?")
     assert answer.sources and "seagrass" in answer.sources[0].text
     assert "31 months" in " ".join(s.text for s in answer.sources)
+
+
+def test_reference_lists_are_not_evidence_unless_citations_are_asked_for(searcher: Searcher) -> None:
+    """A cited title matches the question's words but says nothing of the paper that cites it."""
+    plan = searcher.plan("What is known about data placement in Bubba?", k=5)
+    assert plan.hits and not [h.section_title for h in plan.hits if h.section_title.lower() == "references"]
+    cited = searcher.plan("Which paper cites the work on data placement in Bubba?", k=5)
+    assert any(h.section_title.lower() == "references" and "Bubba" in h.text for h in cited.hits)

@@ -108,10 +108,18 @@ def test_a_described_paper_is_located(router: RuleRouter, ids: dict[str, str], q
     assert (route.intent, route.doc_ids) == (Intent.SPECIFIC_PAPER, [ids[slug]])
 
 
-@pytest.mark.parametrize("query", ["Summarize arXiv:2309.04417", "What is 2309.04417v2 about?"])
-def test_arxiv_id_names_a_paper(router: RuleRouter, ids: dict[str, str], query: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "slug"),
+    [
+        ("Summarize arXiv:2309.04417", "flashrank"),
+        ("What is 2309.04417v2 about?", "flashrank"),
+        # "works" is a verb here, not "which works" (papers) across the field
+        ("In 2406.11873, which target chunk size works best?", "chunksage"),
+    ],
+)
+def test_arxiv_id_names_a_paper(router: RuleRouter, ids: dict[str, str], query: str, slug: str) -> None:
     route = router.route(query)
-    assert (route.intent, route.doc_ids) == (Intent.SPECIFIC_PAPER, [ids["flashrank"]])
+    assert (route.intent, route.doc_ids) == (Intent.SPECIFIC_PAPER, [ids[slug]])
 
 
 @pytest.mark.parametrize(

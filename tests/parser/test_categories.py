@@ -1,6 +1,6 @@
 import pytest
 
-from paperscope.parser.categories import HeadingInfo, classify_sections, match_category
+from paperscope.parser.categories import HeadingInfo, classify_sections, is_reference_list, match_category
 from paperscope.parser.models import SectionCategory as Cat
 
 
@@ -69,3 +69,20 @@ def test_sections_after_references_are_other() -> None:
         HeadingInfo("Experimental Details", 0, None),
     ]
     assert classify_sections(infos)[-1] is Cat.OTHER
+
+
+@pytest.mark.parametrize(
+    ("heading", "expected"),
+    [
+        ("References", True),
+        ("REFERENCES", True),
+        ("7. References", True),
+        ("Bibliography", True),
+        ("参考文献", True),
+        ("Literature cited", True),
+        ("Reference resolution", False),
+        ("Related Work", False),
+    ],
+)
+def test_reference_list_headings(heading: str, expected: bool) -> None:
+    assert is_reference_list(heading) is expected
