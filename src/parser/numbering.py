@@ -9,7 +9,11 @@ _ROMAN = r"(?:X{0,3})(?:IX|IV|V?I{0,3})"
 
 # Order matters: the most specific shapes first.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("appendix", re.compile(r"^(?:appendix|appendices)\s+([A-Z](?:\.\d+)*)(?![^\W\d_])\s*[:.\-\u2013\u2014]?\s*(.*)$", re.I)),
+    # "Appendix B: Proofs", not "Appendix information" (a letter, then no more letters)
+    (
+        "appendix",
+        re.compile(r"^(?:appendix|appendices)\s+([A-Z](?:\.\d+)*)(?![^\W\d_])\s*[:.\-\u2013\u2014]?\s*(.*)$", re.I),
+    ),
     ("appendix_bare", re.compile(r"^(appendix|appendices)(?:\s*[:.\-\u2013\u2014]\s*(.*))?$", re.I)),
     ("arabic", re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3})\.?(?=\s|[A-Z])\s*(.+)$")),
     ("letter_dotted", re.compile(r"^([A-Z](?:\.\d{1,2}){1,3})\.?\s+(.+)$")),
