@@ -17,8 +17,8 @@ from ..parser.models import SectionCategory
 from .store import PaperStore, StoredChunk
 from .tokens import TokenCounter
 
-# get_context_window refuses larger windows; wider ranges are read in several calls.
-_MAX_FETCH_WINDOW = 50
+# get_body_chunks reads at most this many chunk indexes at once.
+_MAX_FETCH = 1000
 
 
 class Evidence(BaseModel):
@@ -113,15 +113,12 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _fetch(store: PaperStore, doc_id: str, lo: int, hi: int) -> list[StoredChunk]:
-    """Body chunks lo..hi of a paper: one get_context_window call per 101 chunks."""
+def _fetch(store: PaperStore, doc_id: str, spans: list[tuple[int, int]]) -> list[StoredChunk]:
+    """Body chunks of a paper inside the spans (lo..hi each): one read per 1000 chunks, not one per window."""
+    wanted = [i for lo, hi in spans for i in range(lo, hi + 1)]
     out: list[StoredChunk] = []
-    start = lo
-    while start <= hi:
-        half = min(_MAX_FETCH_WINDOW, (hi - start + 1) // 2)
-        centre = start + half
-        out.extend(c for c in store.get_context_window(doc_id, centre, half) if start <= c.chunk_index <= hi)
-        start = centre + half + 1
+    for start in range(0, len(wanted), _MAX_FETCH):
+        out.extend(store.get_body_chunks(doc_id, wanted[start : start + _MAX_FETCH]))
     return out
 
 
@@ -259,8 +256,10 @@ def _expand(
 
     spans: list[Evidence] = []
     for doc_id, indexes in by_paper.items():
-        for lo, hi in _merge([(max(0, i - window), i + window) for i in indexes]):
-            chunks = {c.chunk_index: c for c in _fetch(store, doc_id, lo, hi)}
+        spans_of_paper = _merge([(max(0, i - window), i + window) for i in indexes])
+        fetched = _fetch(store, doc_id, spans_of_paper)
+        for lo, hi in spans_of_paper:
+            chunks = {c.chunk_index: c for c in fetched if lo <= c.chunk_index <= hi}
             # The hit objects stand in for their rows: they carry the scores (and survive a missing row).
             chunks.update({i: hit_of[(doc_id, i)] for i in indexes if lo <= i <= hi})
             for run in _runs([chunks[i] for i in sorted(chunks)]):

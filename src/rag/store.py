@@ -56,7 +56,7 @@ from ..errors import PaperscopeError, StoreError
 from ..parser.models import Paper, Section, SectionCategory
 from .chunking import Chunk
 from .embeddings import Embedder, make_embedder
-from .filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
+from .filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
 from .identity import Identity, identity_of, paper_identity
 
 # pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
@@ -902,6 +902,22 @@ class PaperStore:
             f"chunk_index <= {int(hi)}",
         )
         with self._failing("reading a context window", doc_id):
+            rows = self._query(self.chunks_name, expr, _CHUNK_OUT)
+        return sorted((self._to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
+
+    def get_body_chunks(self, doc_id: str, indexes: Sequence[int]) -> list[StoredChunk]:
+        """Body chunks of a ready paper at the given chunk_index values (at most 1000), in order: the windows of
+        several hits read in one query."""
+        validate_doc_id(doc_id)
+        wanted = sorted({int(i) for i in indexes})
+        if not wanted:
+            return []
+        if wanted[0] < 0 or len(wanted) > 1000:
+            raise ValueError(f"chunk indexes must be >= 0 and at most 1000 of them, got {len(wanted)}")
+        if not self._is_ready(doc_id, "reading context windows"):
+            return []
+        expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', int_in("chunk_index", wanted))
+        with self._failing("reading context windows", doc_id):
             rows = self._query(self.chunks_name, expr, _CHUNK_OUT)
         return sorted((self._to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
 

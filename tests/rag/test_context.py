@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache
 
 import pytest
@@ -567,16 +567,24 @@ def test_format_context_numbering_and_omissions(store: PaperStore) -> None:
     assert format_context([bare]) == ("[Paper: Untitled]", [])
 
 
-def test_one_read_per_merged_span(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[str, int, int]] = []
-    read = store.get_context_window
+def test_one_read_per_paper(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows of all a paper's hits are read in one query, whatever the number of spans."""
+    calls: list[tuple[str, list[int]]] = []
+    read = store.get_body_chunks
 
-    def counting(doc: str, centre: int, window: int = 1) -> list[StoredChunk]:
-        calls.append((doc, centre, window))
-        return read(doc, centre, window)
+    def counting(doc: str, indexes: Sequence[int]) -> list[StoredChunk]:
+        calls.append((doc, sorted(indexes)))
+        return read(doc, indexes)
 
-    monkeypatch.setattr(store, "get_context_window", counting)
-    hits = [hit(store, "kelp", 5), hit(store, "kelp", 6), hit(store, "kelp", 8), hit(store, "bees", 2)]
-    assert spans(expand_windows(store, hits)) == [("kelp", 4, 9, [5, 6, 8]), ("bees", 1, 3, [2])]
-    # 4..9 is read as 7 +- 3 (4..10) and cut back to 4..9.
-    assert sorted(calls) == sorted([(doc_id("bees"), 2, 1), (doc_id("kelp"), 7, 3)])
+    monkeypatch.setattr(store, "get_body_chunks", counting)
+    hits = [hit(store, "kelp", 2), hit(store, "kelp", 7), hit(store, "bees", 2)]
+    assert spans(expand_windows(store, hits)) == [("kelp", 1, 3, [2]), ("kelp", 6, 8, [7]), ("bees", 1, 3, [2])]
+    assert sorted(calls) == sorted([(doc_id("bees"), [1, 2, 3]), (doc_id("kelp"), [1, 2, 3, 6, 7, 8])])
+
+
+def test_body_chunks_by_index(store: PaperStore) -> None:
+    doc = doc_id("kelp")
+    assert [c.chunk_index for c in store.get_body_chunks(doc, [3, 1, 3, 999])] == [1, 3]
+    assert store.get_body_chunks(doc, []) == []
+    with pytest.raises(ValueError, match="chunk indexes"):
+        store.get_body_chunks(doc, [-1])
