@@ -65,6 +65,7 @@ _ENV_URI = os.environ.pop("MILVUS_URI", None)
 try:
     from pymilvus import (  # type: ignore[import-untyped]
         AnnSearchRequest,
+        CollectionSchema,
         DataType,
         Function,
         FunctionType,
@@ -551,27 +552,7 @@ class PaperStore:
         schema.add_field("page_number", DataType.INT16)
         schema.add_field("kind", DataType.VARCHAR, max_length=_VARCHAR["kind"])
         schema.add_field("metadata", DataType.JSON)
-        schema.add_function(
-            Function(
-                name="index_text_bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["index_text"],
-                output_field_names=["sparse"],
-            )
-        )
-        index = MilvusClient.prepare_index_params()
-        index.add_index("vector", index_type="HNSW", metric_type="COSINE", params={"M": 16, "efConstruction": 200})
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=_BM25_INDEX)
-        # INVERTED is the only scalar index Milvus Lite implements (STL_SORT would suit the ints on a
-        # server); it is valid on a server too, so both backends share one definition.
-        for scalar in ("doc_id", "section_category", "chunk_index"):
-            index.add_index(scalar, index_type="INVERTED")
-        self._client.create_collection(
-            self.chunks_name, schema=schema, consistency_level=CONSISTENCY, properties=self._properties(dim, name)
-        )
-        # sync=False: pymilvus would otherwise poll each index build with a 0.5 s sleep; the collection
-        # is empty so the builds are immediate, and load_collection (next) waits for them anyway.
-        self._client.create_index(self.chunks_name, index, sync=False)
+        self._create(self.chunks_name, schema, "index_text", ("doc_id", "section_category", "chunk_index"), dim, name)
 
     def _create_papers(self, dim: int, name: str, collection: str | None = None) -> None:
         collection = collection or self.papers_name
@@ -600,18 +581,26 @@ class PaperStore:
         # Milvus requires a vector in every collection; this one serves search_papers (title + abstract).
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        self._create(collection, schema, "search_text", ("sha256", "status"), dim, name)
+
+    def _create(
+        self, collection: str, schema: CollectionSchema, text_field: str, scalars: tuple[str, ...], dim: int, name: str
+    ) -> None:
+        """A collection with BM25 over `text_field` into `sparse`, HNSW on `vector` and INVERTED on `scalars`."""
         schema.add_function(
             Function(
-                name="search_text_bm25",
+                name=f"{text_field}_bm25",
                 function_type=FunctionType.BM25,
-                input_field_names=["search_text"],
+                input_field_names=[text_field],
                 output_field_names=["sparse"],
             )
         )
         index = MilvusClient.prepare_index_params()
         index.add_index("vector", index_type="HNSW", metric_type="COSINE", params={"M": 16, "efConstruction": 200})
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params=_BM25_INDEX)
-        for scalar in ("sha256", "status"):
+        # INVERTED is the only scalar index Milvus Lite implements (STL_SORT would suit the ints on a
+        # server); it is valid on a server too, so both backends share one definition.
+        for scalar in scalars:
             index.add_index(scalar, index_type="INVERTED")
         self._client.create_collection(
             collection, schema=schema, consistency_level=CONSISTENCY, properties=self._properties(dim, name)
