@@ -25,6 +25,11 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
+# The tool contract of ../shared/DESIGN.md: the five tools every agent run binds, by name.
+DESIGN_TOOLS = frozenset(
+    {"search_abstracts", "search_by_section", "get_context_window", "get_paper_introduction", "finish"}
+)
+
 Step: TypeAlias = AIMessage | Callable[[list[BaseMessage]], AIMessage] | BaseException
 
 _ids = itertools.count(1)

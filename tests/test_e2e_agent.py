@@ -15,6 +15,7 @@ from paperscope.cli import app
 from paperscope.config import load_settings
 from paperscope.rag.store import PaperStore
 from tests.openai_server import Reply, ScriptedOpenAIServer, Text, ToolCalls
+from tests.scripted_model import DESIGN_TOOLS
 
 CITE = re.compile(r"\[(P\d+:\d+)\]")  # the short citation ids the model reads
 DOC = re.compile(r"^(P\d+) \|", re.M)  # a paper line of search_abstracts
@@ -83,13 +84,7 @@ def assert_track_a_run(server: ScriptedOpenAIServer, answer: dict[str, Any], fla
     assert "(METHOD)" in scoped
     # The real client declared the five tools.
     declared = {t["function"]["name"] for t in server.requests[0]["tools"]}
-    assert declared == {
-        "search_abstracts",
-        "search_by_section",
-        "get_context_window",
-        "get_paper_introduction",
-        "finish",
-    }
+    assert declared == DESIGN_TOOLS
     assert answer["track"] == "A" and answer["supported"] is True
     assert [s["n"] for s in answer["sources"]] == [1, 2]
     assert all(s["doc_id"] == flashrank for s in answer["sources"])

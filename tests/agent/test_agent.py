@@ -15,7 +15,7 @@ from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
 from paperscope.prompts import load_prompt
 from paperscope.rag.store import PaperStore
-from tests.scripted_model import ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
+from tests.scripted_model import DESIGN_TOOLS, ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 
 CITE = re.compile(r"\[((?:P\d+|[0-9a-f-]{36}):\d+)\]")  # what the model reads: short ids such as [P3:12]
 LISTED = re.compile(r"^- (P\d+): (.+?)(?: \(|$)", re.M)
@@ -91,13 +91,7 @@ def test_track_a_abstracts_then_scoped_section_then_window(
     # Sources and trace leave the run with full doc_ids.
     assert all(s.citation.startswith(f"{doc}:") for s in answer.sources)
     assert answer.trace[1].args["doc_id"] == doc and answer.trace[2].args["doc_id"] == doc
-    assert set(model.call_tools[0]) == {
-        "search_abstracts",
-        "search_by_section",
-        "get_context_window",
-        "get_paper_introduction",
-        "finish",
-    }
+    assert set(model.call_tools[0]) == DESIGN_TOOLS
     assert answer.models["router"] == "agent" and answer.turns == 4 and answer.mode == "agent"
     assert "turns" not in answer.timings and not any(s.from_text for s in answer.trace)
     assert [s.turn for s in answer.trace] == [1, 2, 3]
@@ -397,13 +391,7 @@ def test_the_compact_contract_declares_the_tools_briefly_and_reads_calls_from_te
     system = str(model.calls[0][0].content)
     assert searcher.prompt_name == "agentic_searcher_compact" and "Reply with tool calls only." in system
     assert 2 * len(load_prompt("agentic_searcher_compact").text) < len(load_prompt("agentic_searcher").text)
-    assert set(model.call_tools[0]) == {
-        "search_abstracts",
-        "search_by_section",
-        "get_context_window",
-        "get_paper_introduction",
-        "finish",
-    }
+    assert set(model.call_tools[0]) == DESIGN_TOOLS
     assert answer.mode == "agent" and answer.answer == "It saves memory [1]."
     assert answer.sources[0].doc_id == sample_doc_ids["quantkv"] and all(s.from_text for s in answer.trace)
 
