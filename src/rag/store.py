@@ -882,17 +882,7 @@ class PaperStore:
         if not 0 <= window_size <= 50:
             raise ValueError(f"window_size must be between 0 and 50, got {window_size}")
         lo, hi = max(0, center_chunk_index - window_size), center_chunk_index + window_size
-        if not self._is_ready(doc_id, "reading a context window"):
-            return []
-        expr = and_exprs(
-            f"doc_id == {quote_string(doc_id)}",
-            'kind == "chunk"',
-            f"chunk_index >= {int(lo)}",
-            f"chunk_index <= {int(hi)}",
-        )
-        with self._failing("reading a context window", doc_id):
-            rows = self._query(self.chunks_name, expr, _CHUNK_OUT)
-        return sorted((self._to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
+        return self.get_body_chunks(doc_id, range(lo, hi + 1))
 
     def get_body_chunks(self, doc_id: str, indexes: Sequence[int]) -> list[StoredChunk]:
         """Body chunks of a ready paper at the given chunk_index values (at most 1000), in order: the windows of
@@ -903,10 +893,10 @@ class PaperStore:
             return []
         if wanted[0] < 0 or len(wanted) > 1000:
             raise ValueError(f"chunk indexes must be >= 0 and at most 1000 of them, got {len(wanted)}")
-        if not self._is_ready(doc_id, "reading context windows"):
+        if not self._is_ready(doc_id, "reading a context window"):
             return []
         expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', int_in("chunk_index", wanted))
-        with self._failing("reading context windows", doc_id):
+        with self._failing("reading a context window", doc_id):
             rows = self._query(self.chunks_name, expr, _CHUNK_OUT)
         return sorted((self._to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
 
