@@ -19,7 +19,10 @@ Replies that behave like real local models and broken endpoints:
 - `Endless`: a stream that never ends (a non-streamed request gets no reply at all);
 - `Slow(seconds, reply)`: nothing for `seconds`, then `reply` (a slow first token);
 - `Hang`: no byte at all; `Drop`: the connection closed without a response;
-- `EmptyBody` (HTTP 200 with ``{}``) and `Garbage` (HTTP 200 with a body that is not a completion).
+- `EmptyBody` (HTTP 200 with ``{}``) and `Garbage` (HTTP 200 with a body that is not a completion);
+- `KeepAlive`: headers, then only SSE comments (``: keepalive``) for ever, never an event (a non-streamed
+  request gets the same bytes: a body that never completes);
+- `Huge(chars)`: a reply of that many characters, whatever the request's max_tokens says.
 
 Waiting replies end when the client goes away or the server stops.
 """
@@ -92,6 +95,21 @@ class Slow:
 
 
 @dataclass(frozen=True)
+class KeepAlive:
+    """Headers, then an SSE comment every `interval` seconds, never an event, until the client hangs up."""
+
+    interval: float = 0.2
+
+
+@dataclass(frozen=True)
+class Huge:
+    """A reply of `chars` characters that ignores the request's max_tokens (finish_reason "stop")."""
+
+    chars: int = 1_000_000
+    word: str = "forty-two "
+
+
+@dataclass(frozen=True)
 class Hang:
     """Read the request and never answer."""
 
@@ -116,9 +134,9 @@ class Garbage:
 
 Reply: TypeAlias = (
     "ToolCalls | Text | RawArguments | HTTPError | Ramble | Endless | Slow | Hang | Drop | EmptyBody | Garbage"
-    " | Callable[[dict[str, Any]], Reply]"
+    " | KeepAlive | Huge | Callable[[dict[str, Any]], Reply]"
 )
-_Special: TypeAlias = "HTTPError | Endless | Hang | Drop | EmptyBody | Garbage"
+_Special: TypeAlias = "HTTPError | Endless | Hang | Drop | EmptyBody | Garbage | KeepAlive"
 
 
 # --- tool calls written as text, the ways real local models write them ---------------------------------------
@@ -287,10 +305,13 @@ class ScriptedOpenAIServer:
                 reply = reply.reply
             else:
                 reply = reply(request)
-        if isinstance(reply, HTTPError | Endless | Hang | Drop | EmptyBody | Garbage):
+        if isinstance(reply, HTTPError | Endless | Hang | Drop | EmptyBody | Garbage | KeepAlive):
             return reply
         if isinstance(reply, Text):
             return _Answer(content=reply.content, delay=delay)
+        if isinstance(reply, Huge):
+            text = (reply.word * (reply.chars // len(reply.word) + 1))[: reply.chars]
+            return _Answer(content=text, delay=delay)
         if isinstance(reply, Ramble):
             limit = request.get("max_tokens") or request.get("max_completion_tokens") or 100_000
             return _Answer(content=reply.word * int(limit), stop="length", delay=delay)
@@ -388,6 +409,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, answer.body, answer.content_type)
         elif isinstance(answer, Endless):
             self._send_endless(answer.interval)
+        elif isinstance(answer, KeepAlive):
+            self._send_keepalives(answer.interval)
         else:
             if answer.delay and released.wait(answer.delay):
                 return
@@ -424,6 +447,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
                 self.wfile.flush()
                 time.sleep(interval)
+        except OSError:
+            return  # the client went away, as it should
+
+    def _send_keepalives(self, interval: float) -> None:
+        """SSE headers, then `: keepalive` comments until the client hangs up or the server stops."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        released = self.server.scripted.released
+        try:
+            while not released.wait(interval):
+                self.wfile.write(b": keepalive\n\n")
+                self.wfile.flush()
         except OSError:
             return  # the client went away, as it should
 

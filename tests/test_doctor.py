@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from paperscope.cli import app
 from paperscope.rag.store import PaperStore
-from tests.openai_server import Reply, ScriptedOpenAIServer, Text, ToolCalls
+from tests.openai_server import KeepAlive, Reply, ScriptedOpenAIServer, Text, ToolCalls
 
 TOOL_CALL = ToolCalls([("lookup_paper", {"query": "Attention Is All You Need"})])
 
@@ -97,3 +97,15 @@ def test_a_dead_endpoint_fails_the_doctor_and_the_rest_is_still_checked(
     assert out[-1] == "something needed is broken (see fail above)"
     report = json.loads(CliRunner().invoke(app, ["doctor", "--json"]).stdout)
     assert report["ok"] is False and report["llm"]["reachable"] is False
+
+
+def test_an_endpoint_that_streams_only_keepalives_fails_the_doctor_within_its_limit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Keep-alive comments reset an inter-byte timeout for ever; the doctor's requests end at their limit."""
+    with ScriptedOpenAIServer([KeepAlive(interval=0.05)] * 4) as server:
+        use_endpoint(monkeypatch, tmp_path, server.base_url)
+        result = CliRunner().invoke(app, ["doctor"])
+    assert result.exit_code == 1
+    out = lines(result.stdout)
+    assert any(line.startswith("fail llm ") and "only keep-alive comments" in line for line in out), out

@@ -8,6 +8,13 @@
 - only connection errors and HTTP 5xx are retried (`llm.retries`, backoff doubling from `llm.backoff`);
 - every failure becomes one `LLMError` naming the model and the endpoint. Once the endpoint has failed in a
   question, its later calls in that question fail at once, so a dead server costs one timeout, not one per call.
+
+The request limit is wall-clock. httpx's read timeout is inter-byte: an endpoint that streams only SSE comments
+(`: keepalive` every few seconds) resets it forever, and the SDK's event parser never yields for a comment, so
+no check between events runs either. The HTTP client paperscope hands the SDK (`bounded_http_client`) therefore
+cuts every response at its request's timeout, counting every byte read, comments and keep-alives included.
+Whatever the server does with `max_tokens`, a reply is also cut once it is longer than paperscope prints and
+stores (`reply_cap`: about 8 characters a token).
 """
 
 from __future__ import annotations
@@ -22,17 +29,19 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import Field, PrivateAttr
 
 from ..config import LLMSettings
 from ..errors import LLMError
+from .deadline import bounded_http_client, deadline_passed
 
 logger = logging.getLogger("paperscope.llm")
 
 OPENAI_URL = "https://api.openai.com/v1"
+CHARS_PER_TOKEN_CAP = 8  # a reply longer than max_tokens * this many characters ignored max_tokens: it is cut
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -93,7 +102,8 @@ class BoundedChatOpenAI(ChatOpenAI):
         for attempt in itertools.count():
             timeout = self._time_for_call()
             try:
-                return super()._generate(messages, stop=stop, run_manager=run_manager, **{**kwargs, "timeout": timeout})
+                args = {**kwargs, "timeout": timeout}
+                return self._capped(super()._generate(messages, stop=stop, run_manager=run_manager, **args))
             except Exception as exc:  # every way a request can fail ends as one LLMError
                 error = self._classify(exc, timeout)
                 if not self._retry(error, attempt):
@@ -111,10 +121,19 @@ class BoundedChatOpenAI(ChatOpenAI):
             timeout = self._time_for_call()
             ends = time.monotonic() + timeout
             started = False
+            size = 0
             chunks = super()._stream(messages, stop=stop, run_manager=run_manager, **{**kwargs, "timeout": timeout})
             try:
                 for chunk in chunks:
                     started = True
+                    size += _reply_size(chunk.message)
+                    if size > self.reply_cap:
+                        # The server ignored max_tokens: stop reading and end the reply as one cut at the cap.
+                        logger.info("cut a reply of %s at %d characters", self.endpoint, self.reply_cap)
+                        yield ChatGenerationChunk(
+                            message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"})
+                        )
+                        return
                     yield chunk
                     # A stall is the read timeout's job; a stream that never ends is cut here.
                     if time.monotonic() > ends:
@@ -136,6 +155,22 @@ class BoundedChatOpenAI(ChatOpenAI):
                     close()  # closes the HTTP response of a stream that was cut
 
     # --- limits and errors -------------------------------------------------------------------------------
+
+    @property
+    def reply_cap(self) -> int:
+        """Characters of one reply (text and tool-call arguments) paperscope reads: max_tokens' worth, generously."""
+        return max(256, int(self.max_tokens or 512) * CHARS_PER_TOKEN_CAP)
+
+    def _capped(self, result: ChatResult) -> ChatResult:
+        """`result` with a reply longer than `reply_cap` cut there and marked as cut (finish_reason "length")."""
+        for i, gen in enumerate(result.generations):
+            message = gen.message
+            if isinstance(message, AIMessage) and _reply_size(message) > self.reply_cap:
+                text = str(message.content)[: self.reply_cap] if isinstance(message.content, str) else ""
+                meta = {**message.response_metadata, "finish_reason": "length"}
+                cut = AIMessage(content=text, response_metadata=meta, usage_metadata=message.usage_metadata)
+                result.generations[i] = ChatGeneration(message=cut, generation_info=gen.generation_info)
+        return result
 
     def _time_for_call(self) -> float:
         """Seconds the next request may take, or an LLMError when the endpoint already failed or time is up."""
@@ -175,6 +210,8 @@ class BoundedChatOpenAI(ChatOpenAI):
 
         if isinstance(exc, LLMError):
             return exc
+        if (late := deadline_passed(exc)) is not None:
+            return self._error("timeout", str(late))
         if isinstance(exc, openai.APITimeoutError) or "timeout" in type(exc).__name__.lower():
             return self._error("timeout", f"no reply within {_seconds(timeout)}")
         if isinstance(exc, openai.APIConnectionError):
@@ -199,6 +236,16 @@ def _root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
+def _reply_size(message: BaseMessage) -> int:
+    """Characters of a reply (or a piece of one): its text and its tool calls' arguments."""
+    size = len(message.content) if isinstance(message.content, str) else len(str(message.content))
+    for call in getattr(message, "tool_call_chunks", None) or []:
+        size += len(call.get("args") or "")
+    if not getattr(message, "tool_call_chunks", None):
+        size += sum(len(str(c.get("args") or "")) for c in getattr(message, "tool_calls", None) or [])
+    return size
+
+
 def _seconds(value: float) -> str:
     return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
 
@@ -221,6 +268,7 @@ def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:
         extra_body={"max_tokens": settings.max_tokens} if local else None,
         stream_usage=True,  # the agent streams its turns; token usage still counted
         timeout=settings.timeout,
+        http_client=bounded_http_client(settings.timeout),  # wall-clock limits, keep-alives or not
         max_retries=0,  # retries are ours: only connection errors and 5xx, within the question's budget
         call_timeout=settings.timeout,
         question_budget=settings.question_budget,

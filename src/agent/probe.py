@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ..config import Settings
 from ..errors import LLMError
+from .deadline import bounded_http_client
 from .llm import make_chat_model, one_line
 from .textcalls import parse_text_calls
 
@@ -164,7 +165,10 @@ def _list_models(endpoint: str, settings: Settings, result: ProbeResult) -> None
     import openai
 
     key = settings.llm.api_key.get_secret_value() if settings.llm.api_key else "not-needed"
-    client = openai.OpenAI(base_url=endpoint, api_key=key, max_retries=0, timeout=min(settings.llm.timeout, 10.0))
+    limit = min(settings.llm.timeout, 10.0)
+    client = openai.OpenAI(
+        base_url=endpoint, api_key=key, max_retries=0, timeout=limit, http_client=bounded_http_client(limit)
+    )
     try:
         page = client.models.list()
         entries = [m.model_dump() for m in page.data]
