@@ -26,6 +26,8 @@ from tests.openai_server import (
     Garbage,
     Hang,
     HTTPError,
+    Huge,
+    KeepAlive,
     Ramble,
     Reply,
     ScriptedOpenAIServer,
@@ -227,6 +229,43 @@ def test_plain_text_before_any_tool_is_never_the_answer(endpoint: Start, sample_
     assert "huge" not in answer.answer and not answer.extractive and answer.llm_error is None
 
 
+INVENTED = "The answer is 42 [P9:999] [1] [7] (see doc 1111...:7)"
+
+
+def test_invented_citations_never_reach_the_user_on_the_fallback(endpoint: Start, sample_kb: PaperStore) -> None:
+    endpoint([Text("No tools for me."), Text("Still none."), Text(INVENTED)])
+    answer = searcher(sample_kb).run(QUESTION)
+    assert answer.mode == "fallback" and answer.answer == "The answer is 42 [1]"
+    assert [s.n for s in answer.sources] == [1] and answer.supported
+    assert any("Removed 3 citations" in n for n in answer.notes)
+
+
+def test_invented_citations_never_reach_the_user_single_shot(endpoint: Start, sample_kb: PaperStore) -> None:
+    endpoint([Text("It is 42 [P9:999] [7] (see doc 1111...:7).")], use_for_routing=False)
+    pieces: list[str] = []
+    answer = searcher(sample_kb, enable_agentic_rag=False).run(QUESTION, on_token=pieces.append)
+    assert answer.mode == "single-shot" and not answer.supported and not answer.extractive
+    assert answer.answer.startswith("It is 42.\n\n(None of this answer's citations points at a passage")
+    assert "".join(pieces) == answer.answer  # what streamed is what the answer says
+    assert "[7]" not in answer.answer and "P9" not in answer.answer and "1111" not in answer.answer
+
+
+def test_invented_citations_never_reach_the_user_from_the_agent(
+    endpoint: Start, sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["flashrank"]
+
+    def finish(request: dict[str, Any]) -> Reply:
+        real = SHORT.findall(last_tool_result(request))[0]
+        text = f"1.2M queries [{real}], as shown in [P9:999] and [P7:1] and [3]."
+        return ToolCalls([("finish", {"answer": text, "sources": [real, "P9:999"]})])
+
+    endpoint([ToolCalls([("search_by_section", {"query": "queries", "doc_id": doc})]), finish])
+    answer = searcher(sample_kb).run(QUESTION)
+    assert answer.mode == "agent" and answer.answer == "1.2M queries [1]." and answer.supported
+    assert len(answer.sources) == 1 and any("Removed 3 citations" in n for n in answer.notes)
+
+
 def test_a_model_that_rambles_to_max_tokens_gives_way_to_extracted_sentences(
     endpoint: Start, sample_kb: PaperStore
 ) -> None:
@@ -280,6 +319,42 @@ def test_a_single_shot_stream_cut_midway_ends_with_the_extracted_answer(endpoint
     shown = "".join(pieces)
     assert shown.startswith("more ") and shown.rstrip().endswith(answer.answer.splitlines()[-1])
     assert answer.mode == "single-shot" and answer.extractive and "still streaming" in (answer.llm_error or "")
+
+
+def test_an_endpoint_that_sends_only_keepalives_is_cut_at_the_request_limit(
+    endpoint: Start, sample_kb: PaperStore
+) -> None:
+    """`: keepalive` comments reset an inter-byte timeout for ever; the request's limit is wall-clock."""
+    endpoint([KeepAlive(interval=0.05)] * 3, timeout=1)
+    pieces: list[str] = []
+    answer = searcher(sample_kb).run(QUESTION, on_token=pieces.append)
+    assert answer.mode == "fallback" and answer.extractive and answer.sources
+    assert "only keep-alive comments" in (answer.llm_error or "") and "".join(pieces) == answer.answer
+
+
+def test_single_shot_with_an_endpoint_that_sends_only_keepalives_ends(endpoint: Start, sample_kb: PaperStore) -> None:
+    endpoint([KeepAlive(interval=0.05)] * 3, timeout=1, use_for_routing=False)
+    answer = searcher(sample_kb, enable_agentic_rag=False).run(QUESTION)  # not streamed: the body never completes
+    assert answer.mode == "single-shot" and answer.extractive and answer.sources
+    assert "only keep-alive comments" in (answer.llm_error or "")
+
+
+def test_keepalives_cannot_outlast_the_questions_budget(endpoint: Start, sample_kb: PaperStore) -> None:
+    """Each request is cut at what is left of the budget, so the whole question ends within it."""
+    endpoint([KeepAlive(interval=0.05)] * 6, timeout=30, question_budget=1.5, use_for_routing=False)
+    answer = searcher(sample_kb).run(QUESTION)
+    assert answer.mode == "fallback" and answer.extractive
+    assert "keep-alive" in (answer.llm_error or "") or "budget" in (answer.llm_error or "")
+
+
+def test_a_reply_that_ignores_max_tokens_is_cut_at_the_cap(endpoint: Start, sample_kb: PaperStore) -> None:
+    """A 1 MB reply is not printed or stored whole, whatever the server does with max_tokens."""
+    endpoint([Huge(chars=1_000_000)], max_tokens=64, use_for_routing=False)
+    pieces: list[str] = []
+    answer = searcher(sample_kb, enable_agentic_rag=False).run(QUESTION, on_token=pieces.append)
+    shown = "".join(pieces)
+    assert len(shown) < 5_000 and len(answer.answer) < 5_000
+    assert answer.extractive  # cut at the cap and citing nothing: not an answer, the extracted one is given
 
 
 # --- broken endpoints: one clear line, and the answer anyway -----------------------------------------------

@@ -1,11 +1,44 @@
-"""Citation ids `<doc_id>:<chunk_index>` inside square brackets, as the agent writes them."""
+"""Citations in a model's answer: found in whatever form it wrote them, checked, and renumbered.
+
+A model cites the passages it read as `[P1:12]` (the agent's short ids), `[<doc_id>:12]`, or `[2]` (the
+numbered context of the single-shot answer), and sometimes in forms nobody asked for: `(see doc 1f3a...:7)`,
+bare `P1:12`, `[2-4]`, `[1, 3]`. `ground()` finds them all, keeps the ones that resolve to a passage that
+was read, renumbers those `[1]`, `[2]`, ... in the order the answer first uses them, and removes the others
+with their brackets, a dangling lead-in ("as shown in") and the punctuation left behind. One function does
+this for the agent, the fallback and the single-shot answer, so every citation shown maps to a listed source.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 BRACKET = re.compile(r"\[([^\[\]\n]{1,400})\]")
 _CITATION_ID = re.compile(r"^\s*([A-Za-z0-9_-]{1,64}):(\d{1,7})\s*$")
+
+# One reference inside a citation group: a source number, a range of them, or a passage id in any form a
+# model writes one (a short id, a full doc_id, a doc_id cut short with an ellipsis), after filler words.
+_FILLER = r"(?:(?:see(?:\s+also)?|cf\.?|e\.g\.,?|doc(?:ument)?|source|sources|passage|passages|chunk|ref\.?)\s+)*"
+_ID = r"[A-Za-z0-9_-]{1,64}(?:\.\.\.|…)?[A-Za-z0-9_-]{0,64}\s*:\s*\d{1,7}"
+_NUMBER = r"\d{1,3}(?:\s*[-–]\s*\d{1,3})?"
+_REF = re.compile(rf"^\s*{_FILLER}(?P<ref>{_ID}|{_NUMBER})\s*$", re.I)
+_PARTS = re.compile(r"\s*(?:[,;]|\band\b|&)\s*", re.I)
+_PAREN = re.compile(r"\(([^()\n]{1,400})\)")
+# Passage ids written outside brackets: short ids (P3:17) and full or shortened doc_ids with a chunk index.
+_BARE_ID = re.compile(
+    r"(?<![\w\[:/.-])(?:P\d{1,5}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{4,}(?:\.\.\.|…)):\d{1,7}(?![\w:])"
+)
+# Between two citations of one run: nothing but spaces, commas, semicolons or "and".
+_JOINER = re.compile(r"^[\s,;]*(?:\band\b[\s,;]*)?$", re.I)
+# What introduces a citation and means nothing once the citation is gone.
+# ("as shown in" goes whole; of "described in" only the "in": "as shown" alone says nothing, "described" does.)
+_LEAD_IN = re.compile(
+    r"[\s,;]*\b(?:as\s+(?:shown|seen|reported|described|noted|stated|discussed|explained)\s+in|"
+    r"see(?:\s+also)?|cf\.?|according\s+to|as\s+in|in|from|by)\s*$",
+    re.I,
+)
+_CLOSES_SENTENCE = re.compile(r"^\s*(?:[.;:!?,)]|$)")
 
 
 def ids_in(inside: str) -> list[str]:
@@ -13,3 +46,203 @@ def ids_in(inside: str) -> list[str]:
     parts = re.split(r"[,;]", inside)
     ids = [f"{m.group(1)}:{int(m.group(2))}" for p in parts if (m := _CITATION_ID.match(p))]
     return ids if len(ids) == len(parts) else []
+
+
+@dataclass
+class Grounded:
+    """An answer's text with its citations checked (see `ground`)."""
+
+    text: str
+    order: list[str] = field(default_factory=list)  # the cited sources' keys, numbered 1.. in this order
+    dropped: list[str] = field(default_factory=list)  # references as written that point at nothing read
+    claimed: bool = False  # the answer cited anything at all
+
+    @property
+    def supported(self) -> bool:
+        """True when at least one citation points at a passage that was read."""
+        return bool(self.order)
+
+
+def _refs(group: str, *, needs_id: bool) -> list[str] | None:
+    """The references of one bracketed or parenthesised group, or None when it is not a citation group."""
+    parts = [p for p in _PARTS.split(group) if p.strip()]
+    refs = []
+    for part in parts:
+        m = _REF.match(part)
+        if m is None:
+            return None
+        refs.append(m.group("ref"))
+    if not refs or (needs_id and not any(":" in r for r in refs)):
+        return None
+    # "1:2" is a ratio and "10:30" a time, not a passage: an id's paper part has a letter or an ellipsis.
+    if any(":" in r and not re.search(r"[A-Za-z.…]", r.split(":", 1)[0]) for r in refs):
+        return None
+    out: list[str] = []
+    for ref in refs:
+        span = re.fullmatch(r"(\d{1,3})\s*[-–]\s*(\d{1,3})", ref)
+        if span and int(span.group(1)) <= int(span.group(2)) <= int(span.group(1)) + 20:
+            out.extend(str(n) for n in range(int(span.group(1)), int(span.group(2)) + 1))
+        else:
+            out.append(re.sub(r"\s+", "", ref))
+    return out
+
+
+def _citations(text: str) -> list[tuple[int, int, list[str]]]:
+    """(start, end, references) of every citation in `text`, in order, not overlapping."""
+    found: list[tuple[int, int, list[str]]] = []
+    for m in BRACKET.finditer(text):
+        if (refs := _refs(m.group(1), needs_id=False)) is not None:
+            found.append((m.start(), m.end(), refs))
+    for m in _PAREN.finditer(text):
+        if (refs := _refs(m.group(1), needs_id=True)) is not None:
+            found.append((m.start(), m.end(), refs))
+    for m in _BARE_ID.finditer(text):
+        found.append((m.start(), m.end(), [m.group(0)]))
+    found.sort()
+    kept: list[tuple[int, int, list[str]]] = []
+    for item in found:
+        if not kept or item[0] >= kept[-1][1]:
+            kept.append(item)
+    return kept
+
+
+def _runs(text: str, cites: list[tuple[int, int, list[str]]]) -> list[tuple[int, int, list[str]]]:
+    """Citations that follow each other ("[1] [7] and (see P2:3)") merged into runs."""
+    runs: list[tuple[int, int, list[str]]] = []
+    for start, end, refs in cites:
+        if runs and _JOINER.match(text[runs[-1][1] : start]):
+            runs[-1] = (runs[-1][0], end, runs[-1][2] + refs)
+        else:
+            runs.append((start, end, list(refs)))
+    return runs
+
+
+def _tidy(text: str) -> str:
+    """Spacing and punctuation left behind by removed citations mended (line breaks and Markdown kept)."""
+    text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
+    text = re.sub(r"[ \t]+([.,;:!?)])", r"\1", text)
+    text = re.sub(r"([,;:])(?:[ \t]*[,;:])+", r"\1", text)
+    text = re.sub(r"[,;:]+(?=[.!?])", "", text)
+    text = re.sub(r"(?<!\.)\.\.(?!\.)", ".", text)
+    text = re.sub(r"[ \t]{2,}", " ", text)
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip()
+
+
+def ground(
+    text: str,
+    resolve: Callable[[str], str | None],
+    listed: Sequence[str] = (),
+    numbering: dict[str, int] | None = None,
+) -> Grounded:
+    """Check and renumber the citations of `text`.
+
+    `resolve(ref)` maps one reference as written ("P1:12", "<doc_id>:12", "3") to the key of a passage that was
+    read, or None. `listed`: references the model gave apart from the text (the agent's `finish` sources); the
+    valid ones are numbered after those the text uses. Valid citations become `[n]` (a run of them `[1][2]`);
+    the rest are removed with a lead-in left dangling ("as shown in") and the punctuation mended.
+    `numbering`: the numbers given so far (a stream grounds its text piece by piece); it is updated in place.
+    """
+    number: dict[str, int] = {} if numbering is None else numbering
+    dropped: list[str] = []
+    claimed = bool(listed)
+
+    def key_of(ref: str) -> str | None:
+        key = resolve(ref)
+        if key is None:
+            dropped.append(ref)
+        return key
+
+    out: list[str] = []
+    pos = 0
+    for start, end, refs in _runs(text, _citations(text)):
+        claimed = True
+        keys = list(dict.fromkeys(k for r in refs if (k := key_of(r)) is not None))
+        before = text[pos:start]
+        if keys:
+            for k in keys:
+                number.setdefault(k, len(number) + 1)
+            out.append(before.rstrip(" \t") + " " if before.strip() else before)
+            out.append("".join(f"[{number[k]}]" for k in keys))
+        else:
+            if _CLOSES_SENTENCE.match(text[end:]):
+                before = _LEAD_IN.sub("", before)
+            out.append(before)
+        pos = end
+    out.append(text[pos:])
+    for ref in listed:
+        if (k := key_of(ref)) is not None:
+            number.setdefault(k, len(number) + 1)
+    order = sorted(number, key=lambda k: number[k])
+    return Grounded(text=_tidy("".join(out)), order=order, dropped=list(dict.fromkeys(dropped)), claimed=claimed)
+
+
+UNSUPPORTED = (
+    "None of this answer's citations points at a passage that was read: it is not supported by the sources listed."
+)
+NOT_CITED = "The model cited none of the sources: its answer is not tied to them."
+
+
+def grounding_notes(grounded: Grounded) -> list[str]:
+    """What the user is told about the citations that were removed or missing."""
+    notes = []
+    if grounded.dropped:
+        n = len(grounded.dropped)
+        which = f"{n} citations that point" if n > 1 else "1 citation that points"
+        notes.append(f"Removed {which} at no passage that was read.")
+    if not grounded.order:
+        notes.append(UNSUPPORTED if grounded.claimed else NOT_CITED)
+    return notes
+
+
+# Where a streamed answer may be handed on: after a sentence or a line, not inside a bracket or parenthesis.
+_BOUNDARY = re.compile(r"(?:[.!?:;]\s+|\n)")
+
+
+class CitationStream:
+    """`ground` for an answer that arrives piece by piece: whole sentences are handed on, citations renumbered.
+
+    A piece is held back until a sentence or line ends outside any bracket or parenthesis, so a citation (and
+    the lead-in a removed one leaves) is judged whole; numbers follow first use, as `ground` gives them for the
+    whole text, so the streamed answer and the final one cite alike.
+    """
+
+    def __init__(self, resolve: Callable[[str], str | None], on_text: Callable[[str], None]) -> None:
+        self.resolve = resolve
+        self.on_text = on_text
+        self.numbers: dict[str, int] = {}
+        self.streamed = False
+        self._held = ""
+
+    def feed(self, text: str) -> None:
+        """Take the next piece of the answer; hand on what is complete."""
+        buffer = self._held + text
+        cut = 0
+        depth = 0
+        last_open = -1
+        for i, ch in enumerate(buffer):
+            if ch in "[(":
+                depth, last_open = depth + 1, i
+            elif ch in "])" and depth:
+                depth -= 1
+            if depth == 0 and (m := _BOUNDARY.match(buffer, i)) is not None:
+                cut = m.end()
+        if depth and len(buffer) - last_open > 400:
+            cut = len(buffer)  # an unclosed bracket this long is no citation: let it through
+        ready, self._held = buffer[:cut], buffer[cut:]
+        if ready:
+            self._write(ready)
+
+    def close(self) -> None:
+        """Hand on whatever is still held back (the last sentence)."""
+        if self._held:
+            self._write(self._held)
+            self._held = ""
+
+    def _write(self, text: str) -> None:
+        lead = text[: len(text) - len(text.lstrip())]
+        trail = text[len(text.rstrip()) :] if text.strip() else ""
+        grounded = ground(text, self.resolve, numbering=self.numbers).text
+        piece = lead + grounded + trail if grounded else lead
+        if piece:
+            self.streamed = True
+            self.on_text(piece)

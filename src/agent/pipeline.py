@@ -27,6 +27,7 @@ from ..rag.query import expand, focus, inflect
 from ..rag.retrievers import Retriever, get_retriever
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer, Source
+from .citations import CitationStream, ground, grounding_notes
 from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
 from .llm import as_llm_error, make_chat_model, model_error, model_name, question_scope
 from .locate import Location, PaperLocator, content_words
@@ -56,7 +57,6 @@ _ABOUT_CITATIONS = re.compile(r"\b(cit(e|es|ed|ing|ation|ations)|referenc\w*|bib
 _ANAPHORA = re.compile(
     r"\b(it|its|this paper|that paper|the paper|this work|the authors|they|their)\b|它|这篇|该论文|作者", re.I
 )
-_CITATION = re.compile(r"\[(\d+)\]")
 # Survey phrasing says "across papers" but carries no topic; BM25 and the embedding both match it on
 # every paper that talks about "papers" or "methods", so Track B searches with the topic alone.
 _SURVEY_WORDS = re.compile(
@@ -201,7 +201,14 @@ class Searcher:
             track, papers = "A", [route.doc_ids[0]]
         elif route.intent == Intent.SPECIFIC_PAPER:
             named = ", ".join(route.not_found) or "the paper the question describes"
-            notes.append(f"No paper in the knowledge base matches {named}; the closest passages are shown instead.")
+            waiting = self._waiting_for_repair(asked)
+            if waiting is not None:
+                notes.append(
+                    f"{waiting.title!r} is in the knowledge base but cannot be searched until it is repaired (an "
+                    "interrupted ingest or a damaged store): run `paperscope check --repair`, or ingest its file again."
+                )
+            else:
+                notes.append(f"No paper in the knowledge base matches {named}; the closest passages are shown instead.")
             track, papers = "NONE", []
         else:
             track, papers = "B", []
@@ -219,6 +226,14 @@ class Searcher:
         timings["retrieve"] = time.perf_counter() - started
         found = papers if track == "A" else list(dict.fromkeys(h.doc_id for h in hits))
         return Plan(route, track, found, hits, len(catalogue), notes, timings)
+
+    def _waiting_for_repair(self, query: str) -> PaperRecord | None:
+        """The paper a question names among those the knowledge base holds but hides (not ready), if one fits."""
+        waiting = [p for p in self.store.list_papers(brief=True) if not p.ready]
+        if not waiting:
+            return None
+        doc_id = PaperLocator(self.store, waiting).locate(query).doc_id
+        return next((p for p in waiting if p.doc_id == doc_id), None)
 
     def retrieve(
         self,
@@ -390,16 +405,18 @@ class Searcher:
             text = extractive_answer(query, evidence, header=header)
         else:
             emitted: list[str] = []
+            resolve = source_resolver(sources)
+            stream = CitationStream(resolve, on_token) if on_token is not None else None
 
             def emit(piece: str) -> None:
                 emitted.append(piece)
-                if on_token is not None:
-                    on_token(piece)
+                if stream is not None:
+                    stream.feed(piece)
 
             try:
-                text, cut = self._generate(query, context_text, emit if on_token is not None else None)
-                cited = {int(n) for n in _CITATION.findall(text)} & {s.n for s in sources}
-                if cut and not cited:
+                raw, cut = self._generate(query, context_text, emit if on_token is not None else None)
+                grounded = ground(raw, resolve)
+                if cut and not grounded.supported:
                     # A reply that ran to max_tokens citing nothing is a model rambling, not an answer.
                     raise model_error(model, "bad_response", "it wrote up to max_tokens citing nothing")
             except LLMError as exc:
@@ -407,10 +424,19 @@ class Searcher:
                 notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
                 text = extractive_answer(query, evidence, header=header)
             else:
-                if cited:
-                    sources = [s for s in sources if s.n in cited]
+                if stream is not None:
+                    stream.close()
+                text = grounded.text
+                notes += grounding_notes(grounded)
+                if grounded.supported:
+                    by_n = {str(s.n): s for s in sources}
+                    sources = [by_n[key].model_copy(update={"n": n}) for n, key in enumerate(grounded.order, 1)]
                 else:
-                    notes.append("The model cited none of the sources; all retrieved sources are listed.")
+                    # The sources below are what the model was given; none of them backs what it wrote.
+                    supported = False
+                    text = f"{text}\n\n({grounding_notes(grounded)[-1]})"
+                    if on_token is not None:
+                        on_token(f"\n\n({grounding_notes(grounded)[-1]})")
                 if cut:
                     notes.append("The model's answer was cut at llm.max_tokens.")
             if extractive and emitted and on_token is not None:
@@ -478,7 +504,7 @@ class Searcher:
                 text = "".join(pieces).strip()
         except Exception as exc:  # whatever the endpoint does, the question still gets the extracted answer
             raise as_llm_error(exc, self.chat_model) from exc
-        if not _CITATION.sub("", text).strip(" .,;:\n") or looks_like_a_call(text):
+        if not ground(text, lambda ref: None).text.strip(" .,;:\n") or looks_like_a_call(text):
             what = "no answer" if not looks_like_a_call(text) else "a tool call instead of an answer"
             raise model_error(self.chat_model, "bad_response", f"it wrote {what}")
         return text, metadata.get("finish_reason") == "length"
@@ -491,6 +517,23 @@ def _coverage(query: str, hits: Sequence[StoredChunk]) -> float:
         return 1.0
     found = " ".join(h.text.lower() for h in hits)
     return sum(1 for w in wanted if w in found) / len(wanted)
+
+
+def source_resolver(sources: Sequence[Source]) -> Callable[[str], str | None]:
+    """What a reference in a single-shot answer points at: a source's number ("3"), or a citation id
+    (`<doc_id>:<chunk_index>`) inside a source's chunk range; the key is the source's number, as text."""
+    numbers = {str(s.n) for s in sources}
+    chunks = {
+        f"{s.doc_id}:{i}": str(s.n) for s in reversed(sources) for i in range(s.chunk_range[0], s.chunk_range[1] + 1)
+    }
+
+    def resolve(ref: str) -> str | None:
+        if ref.isdigit():
+            return str(int(ref)) if str(int(ref)) in numbers else None
+        doc_id, _, index = ref.rpartition(":")
+        return chunks.get(f"{doc_id}:{int(index)}") if index.isdigit() else None
+
+    return resolve
 
 
 def evidence_sources(evidence: list[Evidence]) -> list[Source]:

@@ -18,7 +18,6 @@ Every question gets a grounded answer, whatever the model does (`Answer.mode` an
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from ..prompts import load_prompt
 from ..rag.query import expand
 from ..rag.store import PaperRecord, PaperStore
 from .answer import Answer, Source, TraceStep
-from .citations import BRACKET, ids_in
+from .citations import ground, grounding_notes
 from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
 from .llm import make_chat_model, model_name, question_scope
@@ -207,34 +206,23 @@ class AgenticSearcher:
         if not state.seen:
             return fallback(NO_TOOLS, use_model=True)
 
-        # Cited ids: the sources list first, then any inline id it did not list.
-        inline = [cid for m in BRACKET.finditer(text) for cid in ids_in(m.group(1))]
-        wanted = list(dict.fromkeys([*claimed, *inline]))
-        valid = list(dict.fromkeys(full for cid in wanted if (full := state.resolve(cid)) is not None))
-        cited_nothing_read = (finish is None or bool(wanted)) and not valid
-        words = BRACKET.sub(" ", text).strip()  # an "answer" of citations alone says nothing
-        if not words or looks_like_a_call(text) or cited_nothing_read:
+        grounded = ground(text, state.resolve, listed=claimed)
+        cited_nothing_read = (finish is None or grounded.claimed) and not grounded.supported
+        says_something = ground(text, lambda ref: None).text.strip()  # an "answer" of citations alone says nothing
+        if not says_something or looks_like_a_call(text) or cited_nothing_read:
             return fallback(NO_CITATION, use_model=True, plan=self._gathered_plan(query, run))
 
         notes: list[str] = []
         if result.get("cut_short"):
             notes.append(f"The search was cut short after {self.max_iterations} turns; the answer uses what was found.")
-        dropped = [cid for cid in wanted if state.resolve(cid) is None]
-        if dropped:
-            expanded = [state.labels.resolve(c) or c for c in dropped]
-            message = f"dropped sources not seen in this run: {', '.join(expanded)}"
+        if grounded.dropped:
+            expanded = [state.labels.resolve(c) or c for c in grounded.dropped]
+            message = f"dropped citations of passages not read in this run: {', '.join(expanded)}"
             state.record(TraceStep(tool="finish", args={"sources": claimed}, observation=message, error=True))
-            notes.append(f"Dropped {len(dropped)} cited source(s) the agent had not read.")
-        # Renumber in the order the answer text uses them, then the rest of the sources list.
-        order = list(dict.fromkeys([f for c in inline if (f := state.resolve(c)) is not None] + valid))
-        number = {cid: n for n, cid in enumerate(order, start=1)}
-        text = BRACKET.sub(lambda m: _renumber(m, number, state.resolve), text).strip()
-        sources = [Source.from_chunk(number[cid], state.seen[cid]) for cid in order]
-        supported = bool(sources)
-        if not supported:
-            notes.append("No retrieved passage supports this answer.")
-        if not text:
-            text = "The agent gave no answer."
+        notes += grounding_notes(grounded)
+        text = grounded.text or "The agent gave no answer."
+        sources = [Source.from_chunk(n, state.seen[cid]) for n, cid in enumerate(grounded.order, start=1)]
+        supported = grounded.supported
 
         route = self.single_shot.rule_router(run.papers).route(expand(query))
         answer = Answer(
@@ -337,11 +325,3 @@ def _usage(messages: list[AnyMessage]) -> dict[str, int]:
             if meta and key in meta:
                 usage[key] = usage.get(key, 0) + int(meta[key])  # type: ignore[literal-required]
     return usage
-
-
-def _renumber(match: re.Match[str], number: dict[str, int], resolve: Callable[[str], str | None]) -> str:
-    ids = ids_in(match.group(1))
-    if not ids:
-        return match.group(0)  # not a citation group, e.g. "[sic]"
-    kept = [f"[{number[f]}]" for f in dict.fromkeys(resolve(c) for c in ids) if f is not None and f in number]
-    return "".join(kept)

@@ -2,7 +2,7 @@
 
 The answer arrives inside the JSON arguments of a structured `finish` call. `AnswerStream` decodes the
 `answer` string from the growing argument text and hands on each new piece, with citations (`[P1:12]` or
-`[doc_id:chunk_index]`) already renumbered [n] the way the final Answer numbers them: in order of first use,
+`[doc_id:chunk_index]`) already renumbered [n] the way the final Answer numbers them (see citations.py),
 only ids the run has seen, unseen ones dropped. Plain text (a wrap-up, or calls written as text) is not
 streamed: it may turn out to be no answer at all, and is handed on whole once the run has judged it.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk
 
-from .citations import BRACKET, ids_in
+from .citations import CitationStream
 
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -61,13 +61,16 @@ class AnswerStream:
         self.seen = seen
         self.on_token = on_token
         self.resolve = resolve or (lambda cid: cid if cid in seen else None)
-        self.streamed = False
+        self._text = CitationStream(self.resolve, on_token)
         self._message_id: str | None = None
         self._names: dict[int, str] = {}
         self._args: dict[int, str] = {}
         self._decoded = 0
-        self._held = ""
-        self._numbers: dict[str, int] = {}
+
+    @property
+    def streamed(self) -> bool:
+        """True once any of the answer was handed on."""
+        return self._text.streamed
 
     def feed(self, chunk: AIMessageChunk, node: str | None) -> None:
         if chunk.id != self._message_id:  # a new model reply: tool-call indexes start again
@@ -81,10 +84,8 @@ class AnswerStream:
                 self._advance(self._args[index])
 
     def close(self) -> None:
-        """Hand on whatever is still held back (an unclosed bracket at the very end)."""
-        if self._held:
-            self._write(self._held)
-            self._held = ""
+        """Hand on whatever is still held back (the last sentence)."""
+        self._text.close()
 
     def _advance(self, args: str) -> None:
         m = _ANSWER_KEY.search(args)
@@ -98,29 +99,4 @@ class AnswerStream:
             self.close()
 
     def _emit(self, text: str) -> None:
-        # Hold back from the last unclosed "[" on: it may be the start of a citation id.
-        buffer = self._held + text
-        cut = buffer.rfind("[")
-        if cut != -1 and "]" not in buffer[cut:] and len(buffer) - cut < 200:
-            ready, self._held = buffer[:cut], buffer[cut:]
-        else:
-            ready, self._held = buffer, ""
-        if ready:
-            self._write(ready)
-
-    def _write(self, text: str) -> None:
-        def renumber(m: re.Match[str]) -> str:
-            ids = ids_in(m.group(1))
-            if not ids:
-                return m.group(0)
-            out = []
-            for full in dict.fromkeys(self.resolve(cid) for cid in ids):
-                if full is not None:
-                    self._numbers.setdefault(full, len(self._numbers) + 1)
-                    out.append(f"[{self._numbers[full]}]")
-            return "".join(out)
-
-        piece = BRACKET.sub(renumber, text)
-        if piece:
-            self.streamed = True
-            self.on_token(piece)
+        self._text.feed(text)
