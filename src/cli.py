@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .config import Settings
     from .parser.models import Section
     from .rag.ingest import FileResult, IngestReport
+    from .rag.ingest import Status as FileStatus
     from .rag.store import PaperStore
 
 app = typer.Typer(
@@ -71,15 +72,37 @@ def _write_json(data: str) -> None:
     sys.stdout.write(terminal.json_text(data) + "\n")
 
 
-def _open(settings: Settings, *, create: bool = False) -> PaperStore:
-    """The knowledge base of `settings`; reading commands never create one (create=False)."""
+def _open(settings: Settings, *, create: bool = False, warn: bool = False) -> PaperStore:
+    """The knowledge base of `settings`; reading commands never create one (create=False). `warn`: say in one line
+    when papers listed as ready are missing chunks (see `_warn_damaged`)."""
     _quiet_milvus()
     from .rag.store import PaperStore
 
     try:
-        return PaperStore.open(settings, create=create)
+        store = PaperStore.open(settings, create=create)
+        if warn:
+            _warn_damaged(store)
     except PaperscopeError as exc:
         raise _fail(exc) from None
+    return store
+
+
+def _warn_damaged(store: PaperStore, papers: Iterable[Any] | None = None) -> dict[str, int]:
+    """One warning line when papers listed as ready are missing chunks; returns {doc_id: chunks stored} of them."""
+    listed = list(papers) if papers is not None else None
+    damaged = store.damaged(listed)
+    if damaged:
+        records = listed if listed is not None else store.list_papers(brief=True)
+        names = [repr(p.title) for p in records if p.doc_id in damaged]
+        shown = "; ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+        lost = "its chunks collection was missing (made again, empty); " if store.chunks_recreated else ""
+        err_console.print(
+            f"[yellow]warning:[/yellow] knowledge base {markup(repr(store.kb))}: {markup(lost)}{len(damaged)} "
+            f"paper(s) listed as ready are missing chunks ({markup(shown)}): run `paperscope check --repair` "
+            f"or ingest them again",
+            soft_wrap=True,
+        )
+    return damaged
 
 
 @app.command()
@@ -243,7 +266,7 @@ def _print_ingest(report: IngestReport, kb: str) -> None:
     """The ingest table on a terminal; one plain line per file when piped (nothing cut to fit a width)."""
     from rich.table import Table
 
-    colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
+    colours = {"ingested": "green", "replaced": "yellow", "repaired": "yellow", "unchanged": "dim", "failed": "red"}
     if console.is_terminal:
         table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
         table.add_column("file", no_wrap=True, min_width=12)
@@ -277,7 +300,8 @@ def _print_ingest(report: IngestReport, kb: str) -> None:
             "(name a file explicitly to ingest it)[/dim]",
             soft_wrap=True,
         )
-    counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged", "failed"))
+    shown: tuple[FileStatus, ...] = ("ingested", "replaced", "repaired", "unchanged", "failed")
+    counts = ", ".join(f"{report.count(s)} {s}" for s in shown if s != "repaired" or report.count(s))
     embed_share = f", {report.embed_seconds / report.seconds:.0%} embedding" if report.seconds else ""
     totals = f"{report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}"
     console.print(f"{counts} · {totals}", soft_wrap=True)
@@ -317,6 +341,7 @@ def papers(
     try:
         with _open(settings) as store:
             records = store.list_papers()
+            damaged = _warn_damaged(store, records)
     except PaperscopeError as exc:
         raise _fail(exc) from None
     rows = [
@@ -326,7 +351,8 @@ def papers(
             "year": r.year,
             "pages": r.pages,
             "n_chunks": r.n_chunks,
-            "status": r.status,
+            # A paper listed as ready whose chunks are not all stored is "damaged" (see `check --repair`).
+            "status": "damaged" if r.doc_id in damaged else r.status,
             "source": r.source,
             "authors": r.authors,
             # What people call it (short title, names it introduces, authors, ids): what paper location matches.
@@ -350,7 +376,10 @@ def papers(
     table.add_column("title", overflow="fold")
     for r in records:
         title = terminal.text(r.title)
-        if r.status == "broken":
+        if r.doc_id in damaged:
+            why = f"(damaged: {damaged[r.doc_id]} of {r.n_chunks} chunks stored; `paperscope check --repair`) "
+            title = terminal.text(why, "red") + title
+        elif r.status == "broken":
             title = terminal.text("(broken: no file holds it; ingest its file again or remove it) ", "red") + title
         elif not r.ready:
             title = terminal.text(f"({r.status}: ingest again to repair) ", "red") + title
@@ -510,7 +539,7 @@ def ask(
     if not as_json:
         _say_mode(settings)
     try:
-        with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher:
+        with _open(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
             if searcher.agentic:
                 answer = searcher.run(question)
             else:
@@ -560,7 +589,7 @@ def chat(
     if no_agent:
         settings.agent.enable_agentic_rag = False
     try:
-        with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher:
+        with _open(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
             _say_mode(settings)
             chat_loop(searcher, console, mode=_mode(settings))
     except PaperscopeError as exc:
@@ -597,7 +626,7 @@ def evaluate(
 
     bars = _progress(quiet=as_json)
     try:
-        with _open(settings) as store, AgenticSearcher(store, settings=settings) as searcher, bars:
+        with _open(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher, bars:
             if isinstance(searcher.chat_model, BoundedChatOpenAI):
                 # A batch: once the endpoint is down, the remaining queries are answered without it at once.
                 searcher.chat_model.keep_failures = True

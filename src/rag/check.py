@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from ..config import Settings
 from ..errors import PaperscopeError
-from .ingest import holds, ingest
+from .ingest import damaged_detail, holds, ingest
 from .paths import unescape_path
 from .store import PaperStore
 
@@ -99,10 +99,10 @@ def check_store(store: PaperStore) -> CheckReport:
             problems.append(Problem(doc_id=p.doc_id, title=p.title, issue="not_ready", detail=detail))
             continue
         if not body and not inventory.get(p.doc_id):
-            detail = f"listed with {p.n_chunks} chunks, none stored"
+            detail = damaged_detail(p.n_chunks, 0)
             problems.append(Problem(doc_id=p.doc_id, title=p.title, issue="no_chunks", detail=detail))
         elif len(body) != p.n_chunks:
-            detail = f"listed with {p.n_chunks} chunks, {len(body)} stored"
+            detail = damaged_detail(p.n_chunks, len(body))
             problems.append(Problem(doc_id=p.doc_id, title=p.title, issue="count", detail=detail))
         elif gaps := _gaps(body, p.n_chunks):
             problems.append(Problem(doc_id=p.doc_id, title=p.title, issue="chunk_index", detail=gaps))
@@ -146,7 +146,8 @@ def _reingest(store: PaperStore, problem: Problem, settings: Settings) -> None:
             f"`paperscope remove {paper.doc_id[:8]}`"
         )
         return
-    [result] = ingest([unescape_path(holder)], settings, store, force=True).files
+    # repair=False: the problems of this report are repaired one by one, here.
+    [result] = ingest([unescape_path(holder)], settings, store, force=True, repair=False).files
     if result.status == "failed":
         problem.repair = f"ingesting {holder} again failed: {result.error}"
     else:

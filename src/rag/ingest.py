@@ -12,7 +12,10 @@ decides from the catalogue:
   runs when the file is unchanged, so a crash between storing a new version and removing the old one is
   repaired by the next ingest;
 - failed: the file could not be read, parsed, chunked or stored; the batch goes on, and whatever the
-  failed file had written is removed again. A forced re-ingest that fails leaves the old version visible.
+  failed file had written is removed again. A forced re-ingest that fails leaves the old version visible;
+- repaired: the paper was listed as ready but its chunks were not all in the store (`PaperStore.damaged`:
+  a damaged or vanished chunks collection). Ingest looks for such papers first and ingests each again, from
+  the file given or from a recorded path that still holds its bytes; one that no file holds fails, saying so.
 
 Folders are searched for PDF, Markdown and text files; README, LICENSE, CHANGELOG and the like are
 skipped there (they are not papers) unless named on the command line.
@@ -41,7 +44,7 @@ from .store import PaperRecord, PaperStore, clipped
 #: Namespace of paperscope doc_ids (UUID5 over the file's sha256 hex digest).
 DOC_ID_NAMESPACE = uuid.UUID("6f1d8a52-3c1e-5b7a-9a43-1f6e2d0c9b11")
 
-Status = Literal["ingested", "unchanged", "replaced", "failed"]
+Status = Literal["ingested", "unchanged", "replaced", "repaired", "failed"]
 Stage = Literal["reading", "parsing", "chunking", "embedding", "done"]
 #: File names (without suffix, any case) that a folder walk skips: project files, not papers.
 NOT_PAPERS = frozenset(
@@ -98,7 +101,7 @@ class IngestReport(BaseModel):
 
     @property
     def pages(self) -> int:
-        return sum(f.pages for f in self.files if f.status in ("ingested", "replaced"))
+        return sum(f.pages for f in self.files if f.status in ("ingested", "replaced", "repaired"))
 
     @property
     def chunks(self) -> int:
@@ -159,11 +162,14 @@ def ingest(
     *,
     force: bool = False,
     progress: Progress | None = None,
+    repair: bool = True,
 ) -> IngestReport:
     """Ingest files and folders (PDF, Markdown, text) into the knowledge base of `settings`.
 
     Opens (and closes) the store when none is given. `force` re-ingests unchanged files, e.g. after
-    changing the chunking strategy. Ctrl-C raises IngestInterrupted carrying what was done.
+    changing the chunking strategy. `repair`: first look for papers listed as ready whose chunks are not all
+    stored, and ingest them again (see the module docstring). Ctrl-C raises IngestInterrupted carrying what
+    was done.
     """
     started = time.perf_counter()
     files, report_files, skipped = discover(paths)
@@ -181,8 +187,16 @@ def ingest(
 
     current: Path | None = None
     try:
+        damaged = _damaged(store) if repair else {}
         for current in files:
-            report_files.append(_ingest_file(current, settings, store, force, progress))
+            report_files.append(_ingest_file(current, settings, store, force, progress, damaged))
+        for paper, stored in list(damaged.values()):  # damaged papers no file of this batch holds
+            holder = next((unescape_path(s) for s in paper.sources if holds(s, paper.sha256)), None)
+            if holder is None:
+                report_files.append(_unrepairable(paper, stored))
+                continue
+            current = holder
+            report_files.append(_ingest_file(holder, settings, store, True, progress, damaged))
         current = None
     except KeyboardInterrupt as exc:
         raise IngestInterrupted(report(), escape_path(current) if current else None) from exc
@@ -194,9 +208,37 @@ def ingest(
     return report()
 
 
+Damaged = dict[str, tuple[PaperRecord, int]]  # doc_id -> (catalogue row, body chunks stored)
+
+
+def _damaged(store: PaperStore) -> Damaged:
+    """The ready papers whose chunks are not all stored (see `PaperStore.damaged`)."""
+    return {d: (p, n) for d, n in store.damaged().items() if (p := store.get_paper(d)) is not None}
+
+
+def damaged_detail(listed: int, stored: int) -> str:
+    """What is wrong with a damaged paper, e.g. "listed with 87 chunks, none stored"."""
+    return f"listed with {listed} chunks, {stored or 'none'} stored"
+
+
+def _unrepairable(paper: PaperRecord, stored: int) -> FileResult:
+    where = ", ".join(paper.sources) or "no recorded path"
+    error = (
+        f"{paper.title or paper.doc_id}: damaged ({damaged_detail(paper.n_chunks, stored)}) and no file holds it "
+        f"any more ({where}); ingest its file again, or `paperscope remove {paper.doc_id[:8]}`"
+    )
+    return FileResult(path=paper.source, status="failed", doc_id=paper.doc_id, title=paper.title, error=error)
+
+
 def _ingest_file(
-    path: Path, settings: Settings, store: PaperStore, force: bool, progress: Progress | None
+    path: Path,
+    settings: Settings,
+    store: PaperStore,
+    force: bool,
+    progress: Progress | None,
+    damaged: Damaged | None = None,
 ) -> FileResult:
+    """Ingest one file; a paper in `damaged` is ingested again whatever `force` says, and taken out of it."""
     started = time.perf_counter()
     source = escape_path(path)  # what the catalogue stores and messages show
     name = escape_path(path.name)
@@ -216,6 +258,8 @@ def _ingest_file(
     except OSError as exc:
         return failed(f"{name}: cannot read: {exc.strerror or exc}")
     doc_id = doc_id_for(sha)
+    repairing = damaged is not None and damaged.pop(doc_id, None) is not None
+    force = force or repairing
     try:
         existing = store.get_paper(doc_id)
         earlier = [p for p in store.papers_from_source(source) if p.doc_id != doc_id]
@@ -274,7 +318,7 @@ def _ingest_file(
     report("done")
     return FileResult(
         path=source,
-        status="replaced" if replaced else "ingested",
+        status="replaced" if replaced else "repaired" if repairing else "ingested",
         doc_id=doc_id,
         title=paper.title,
         pages=paper.pages,

@@ -360,6 +360,7 @@ class PaperStore:
                 _LITE_USERS[self._lite_path] = _LITE_USERS.get(self._lite_path, 0) + 1
         self._closed = False
         self._unflushed = 0
+        self.chunks_recreated = False  # True when the chunks collection was missing and was made again, empty
         try:
             self._ensure_collections(create)
         except BaseException as exc:
@@ -441,14 +442,23 @@ class PaperStore:
     def _ensure_collections(self, create: bool = True) -> None:
         with self._failing("opening the collections"):
             self._finish_migration()
-            if not create:
-                missing = [c for c in (self.chunks_name, self.papers_name) if not self._client.has_collection(c)]
-                if missing:
-                    others = ", ".join(repr(k) for k in knowledge_bases(self._client)) or "none yet"
-                    raise StoreError(
-                        f"knowledge base {self.kb!r} does not exist (existing: {others}); "
-                        f"`paperscope ingest PATH --kb {self.kb}` creates it"
-                    )
+            has_chunks, has_papers = (self._client.has_collection(c) for c in (self.chunks_name, self.papers_name))
+            if not create and not has_chunks and not has_papers:
+                others = ", ".join(repr(k) for k in knowledge_bases(self._client)) or "none yet"
+                raise StoreError(
+                    f"knowledge base {self.kb!r} does not exist (existing: {others}); "
+                    f"`paperscope ingest PATH --kb {self.kb}` creates it"
+                )
+            if not create and not has_papers:
+                raise StoreError(
+                    f"knowledge base {self.kb!r}: its catalogue (collection {self.papers_name}) is missing while its "
+                    f"chunks remain; ingest the files again (`paperscope ingest PATH --kb {self.kb}`), then "
+                    f"`paperscope check --repair --kb {self.kb}` deletes the chunks no paper claims"
+                )
+            if has_papers and not has_chunks:
+                # The chunks vanished under a catalogue that lists papers: an empty chunks collection takes their
+                # place, so every paper shows as damaged (`damaged()`) and ingest or `check --repair` restores it.
+                self.chunks_recreated = True
         with self._failing("asking the embedder for its dimension"):
             dim, name = self.embedder.dim, self.embedder.name
         with self._failing("opening the collections"):
@@ -946,6 +956,30 @@ class PaperStore:
                 consistency_level=CONSISTENCY,
             )
         return int(res[0]["count(*)"]) if res else 0
+
+    def damaged(self, papers: Sequence[PaperRecord] | None = None) -> dict[str, int]:
+        """{doc_id: body chunks stored} of the ready papers whose stored chunks are not the number their catalogue
+        row lists (a damaged or replaced chunks collection, a crash the store did not see).
+
+        Cheap on a healthy store: one count over the ready papers' body chunks against the catalogue's total; the
+        chunks are counted per paper only when the totals disagree. `papers`: the catalogue, if just read.
+        """
+        ready = [p for p in (self.list_papers(brief=True) if papers is None else papers) if p.ready]
+        if not ready:
+            return {}
+        with self._failing("counting chunks of ready papers"):
+            expr = self._scoped(SearchFilter(kinds=["chunk"]))
+            res = self._client.query(
+                self.chunks_name, filter=expr or "", output_fields=["count(*)"], consistency_level=CONSISTENCY
+            )
+        if (int(res[0]["count(*)"]) if res else 0) == sum(p.n_chunks for p in ready):
+            return {}
+        with self._failing("counting chunks per paper"):
+            rows = self._query(self.chunks_name, _kind_expr("chunk"), ["doc_id"])
+        stored: dict[str, int] = {}
+        for r in rows:
+            stored[r["doc_id"]] = stored.get(r["doc_id"], 0) + 1
+        return {p.doc_id: stored.get(p.doc_id, 0) for p in ready if stored.get(p.doc_id, 0) != p.n_chunks}
 
     def list_papers(self, brief: bool = False) -> list[PaperRecord]:
         """The whole catalogue (ready or not), ordered by title.
