@@ -1,4 +1,4 @@
-"""Shared fixtures: the rendered sample corpus, the real papers in ../shared/papers."""
+"""Shared fixtures: the rendered sample corpus, the real papers in ../shared/papers, a Milvus server."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from paperscope.config import Settings
 from paperscope.rag.embeddings import CachedEmbedder, make_embedder
 from paperscope.rag.ingest import doc_id_for, file_sha256, ingest
 from paperscope.rag.store import PaperStore
+from tests.milvus_server import milvus_server
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -72,3 +73,11 @@ def sample_kb(
 def sample_doc_ids(sample_kb: PaperStore, sample_pdfs: dict[str, Path]) -> dict[str, str]:
     """{slug: doc_id} of the sample papers in `sample_kb`."""
     return {slug: doc_id_for(file_sha256(path)) for slug, path in sample_pdfs.items()}
+
+
+@pytest.fixture(scope="session")
+def milvus_server_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Milvus server's URI for the session: MILVUS_URI if it names one, else `milvus-lite server` started
+    on 127.0.0.1 (stopped at the end); TEST_MILVUS_DOCKER=1 starts Milvus standalone in Docker instead."""
+    with milvus_server(tmp_path_factory.mktemp("milvus-server") / "data") as uri:
+        yield uri

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -363,3 +364,62 @@ def test_an_empty_knowledge_base_with_a_paper_waiting_for_repair_says_so(
     assert "empty" not in answer["answer"] and answer["supported"] is False
     assert "1 paper(s) of the knowledge base wait for repair" in answer["answer"]
     assert "'A Paper On Ferns'" in answer["answer"] and "paperscope check --repair" in answer["answer"]
+
+
+@pytest.mark.integration
+def test_the_cli_on_a_milvus_server(tmp_path: Path, sample_pdfs: dict[str, Path], milvus_server_uri: str) -> None:
+    """ingest, papers, ask and check as a user runs them with MILVUS_URI=http://host:port (a real subprocess)."""
+    from pymilvus import MilvusClient
+
+    kb = f"cli{uuid.uuid4().hex[:10]}"  # the server is shared by the session: a kb of our own, dropped after
+    env = {k: v for k, v in os.environ.items() if k not in ("PAPERSCOPE_LLM_MODEL", "OPENAI_BASE_URL")}
+    env |= {"MILVUS_URI": milvus_server_uri, "PAPERSCOPE_HOME": str(tmp_path / "home")}
+
+    def paperscope(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "paperscope.cli", *args, "--kb", kb]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+    client = MilvusClient(uri=milvus_server_uri, token=os.environ.get("MILVUS_TOKEN") or "")
+    try:
+        pdfs = [sample_pdfs["flashrank"], sample_pdfs["marten"]]
+        ingested = paperscope("ingest", *map(str, pdfs), "--json")
+        assert ingested.returncode == 0, ingested.stderr
+        files = json.loads(ingested.stdout)["files"]
+        assert [f["status"] for f in files] == ["ingested", "ingested"]
+        marten = files[1]["doc_id"]
+        assert {f"{kb}_chunks", f"{kb}_papers"} <= set(client.list_collections())  # on the server...
+        assert not (tmp_path / "home" / "milvus.db").exists()  # ...and no Lite file beside it
+
+        listed = paperscope("papers", "--json")
+        assert listed.returncode == 0, listed.stderr
+        papers = json.loads(listed.stdout)
+        assert sorted(p["title"].split(":")[0] for p in papers) == ["FlashRank", "Marten-1B"]
+        assert all(p["status"] == "ready" and p["n_chunks"] > 10 for p in papers)
+
+        question = "How many GPUs were used to pretrain Marten-1B, and for how long?"
+        asked = paperscope("ask", question, "--json", "--no-agent")
+        assert asked.returncode == 0, asked.stderr
+        answer = json.loads(asked.stdout)
+        assert answer["sources"] and {s["doc_id"] for s in answer["sources"]} == {marten}
+        assert "256" in answer["answer"] and "19 days" in answer["answer"]
+
+        checked = paperscope("check", "--json")
+        assert checked.returncode == 0, checked.stderr
+        assert json.loads(checked.stdout)["problems"] == []
+        # A chunk lost on the server is found, and --repair ingests the paper again from its file.
+        chunks, n = f"{kb}_chunks", next(p["n_chunks"] for p in papers if p["doc_id"] == marten)
+        client.delete(chunks, filter=f'doc_id == "{marten}" and chunk_index == 3')
+        repaired = paperscope("check", "--repair", "--json")
+        assert repaired.returncode == 0, repaired.stderr
+        assert [(p["doc_id"], p["fixed"]) for p in json.loads(repaired.stdout)["problems"]] == [(marten, True)]
+        rows = client.query(
+            chunks,
+            filter=f'doc_id == "{marten}" and kind == "chunk"',
+            output_fields=["chunk_index"],
+            consistency_level="Strong",
+        )
+        assert sorted(r["chunk_index"] for r in rows) == list(range(n))
+    finally:
+        for name in (f"{kb}_chunks", f"{kb}_papers"):
+            client.drop_collection(name)
+        client.close()

@@ -1,12 +1,10 @@
-"""PaperStore on a real Milvus Lite file (and a Milvus server when one is available), real local embeddings."""
+"""PaperStore on a real Milvus Lite file and on a Milvus server (tests/milvus_server.py), real local embeddings."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from functools import cache
@@ -14,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import ValidationError
 from pymilvus import FunctionType
 
@@ -34,9 +31,8 @@ from paperscope.rag.store import (
 )
 from paperscope.rag.tokens import TokenCounter
 from tests.markdown_papers import markdown as paper_markdown
+from tests.milvus_server import MILVUS_LITE_SERVER_GAPS, is_milvus_lite_server
 
-ROOT = Path(__file__).resolve().parents[2]
-COMPOSE_FILE = ROOT / "docker-compose.milvus.yml"
 INJECTION = 'x" or doc_id != "'
 # Small chunks: several per section from short paragraphs, so windows and sections have something to walk.
 OPTIONS = ChunkOptions(chunk_size=64, overlap=8)
@@ -258,70 +254,6 @@ def chunks_of(name: str, counter: TokenCounter) -> list[Chunk]:
 
 
 # --- backends -------------------------------------------------------------------------------------
-
-
-def _docker_engine_problem() -> str | None:
-    """None when a Docker engine answers, else why not."""
-    if shutil.which("docker") is None:
-        return "the docker CLI is not installed"
-    try:
-        out = subprocess.run(
-            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True, timeout=20
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"docker info failed: {exc}"
-    if out.returncode != 0:
-        return (out.stderr.strip() or out.stdout.strip() or f"exit code {out.returncode}").splitlines()[-1]
-    return None
-
-
-def _milvus_service(compose_file: Path) -> str:
-    """The compose service that publishes Milvus' gRPC port 19530."""
-    spec = yaml.safe_load(compose_file.read_text())
-    for name, service in (spec.get("services") or {}).items():
-        if any("19530" in str(p) for p in service.get("ports") or []):
-            return str(name)
-    raise RuntimeError(f"{compose_file.name}: no service publishes port 19530")
-
-
-def _wait_for_milvus(uri: str, timeout: float = 240.0) -> None:
-    from pymilvus import MilvusClient
-
-    deadline, last = time.monotonic() + timeout, ""
-    while time.monotonic() < deadline:
-        try:
-            client = MilvusClient(uri=uri, timeout=5)
-            client.list_collections()
-            client.close()
-            return
-        except Exception as exc:
-            last = str(exc)
-            time.sleep(3)
-    raise RuntimeError(f"Milvus at {uri} did not become ready in {timeout:.0f}s: {last}")
-
-
-@pytest.fixture(scope="session")
-def milvus_server_uri() -> Iterator[str]:
-    """MILVUS_URI if set, else a Milvus standalone started from docker-compose.milvus.yml; skips otherwise."""
-    if uri := os.environ.get("MILVUS_URI"):
-        yield uri
-        return
-    problem = _docker_engine_problem()
-    if problem:
-        pytest.skip(f"no MILVUS_URI, and no Docker engine answers: {problem}")
-    if not COMPOSE_FILE.is_file():
-        pytest.skip(f"no MILVUS_URI, and no {COMPOSE_FILE.name} to start a Milvus server from")
-    from testcontainers.compose import DockerCompose
-
-    compose = DockerCompose(context=str(ROOT), compose_file_name=COMPOSE_FILE.name, wait=True)
-    compose.start()
-    try:
-        host, port = compose.get_service_host_and_port(_milvus_service(COMPOSE_FILE), 19530)
-        uri = f"http://{host or '127.0.0.1'}:{port}"
-        _wait_for_milvus(uri)
-        yield uri
-    finally:
-        compose.stop()
 
 
 BACKENDS = ["lite", pytest.param("server", marks=pytest.mark.integration)]
@@ -672,6 +604,8 @@ def test_templated_filters_match_the_literal_ones(store: PaperStore) -> None:
     """Servers take `filter_params`; the store sticks to literals because Milvus Lite ignores them."""
     if store.is_lite:
         pytest.skip("Milvus Lite 3.2 ignores filter_params and cannot parse {placeholders}")
+    if is_milvus_lite_server(store.uri, store.settings.store.token or ""):
+        pytest.skip(MILVUS_LITE_SERVER_GAPS["filter_params"])
     f = SearchFilter(doc_ids=[doc_id("reef"), doc_id("fold")], categories=["METHOD", "EVALUATION"], year_min=2020)
     expr, params = f.to_template()
     templated = store.client.query(
