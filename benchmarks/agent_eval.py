@@ -26,14 +26,14 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from paperscope.agent.locate import PaperLocator  # noqa: E402
-from paperscope.agent.router import RuleRouter  # noqa: E402
 from paperscope.agent.searcher import AgenticSearcher  # noqa: E402
 from paperscope.config import Settings  # noqa: E402
 from paperscope.eval.queries import load_queries  # noqa: E402
 from paperscope.eval.report import markdown  # noqa: E402
 from paperscope.eval.runner import run_eval  # noqa: E402
 from paperscope.rag.ingest import ingest  # noqa: E402
+from paperscope.rag.locate import PaperLocator  # noqa: E402
+from paperscope.rag.route import RuleRouter  # noqa: E402
 from paperscope.rag.store import PaperStore  # noqa: E402
 
 CITE = re.compile(r"\[(P\d+:\d+)\]")  # the short citation ids the agent's tools show the model

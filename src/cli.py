@@ -496,7 +496,7 @@ def check(
 
 def _check_scope(question: str, paper: list[str] | None, section: list[str] | None) -> None:
     """Refuse a wordless question and bad --paper/--section values before the store or a model is loaded."""
-    from .agent.question import check_question
+    from .rag.question import check_question
     from .rag.filters import parse_category
 
     try:

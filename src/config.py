@@ -69,7 +69,26 @@ class StoreSettings(_Part):
 class RetrievalSettings(_Part):
     retriever: str = Field(
         "bm25",
-        description="Retriever: bm25 (the default: best on real papers), dense, or hybrid (RRF over dense + BM25).",
+        description="Retriever: bm25 (the default: best on real papers), dense, hybrid[:rrf|:weighted] (dense + BM25 "
+        "in Milvus), ensemble:<name>=<weight>,... (weighted RRF), parent_document[:<base>] (parent_child kbs).",
+    )
+    hybrid_fusion: Literal["rrf", "weighted"] = Field(
+        "rrf", description="How `hybrid` fuses dense and BM25: reciprocal rank (rrf) or weighted scores."
+    )
+    dense_weight: float = Field(0.7, ge=0.0, le=1.0, description="Weight of the dense ranking in weighted fusion.")
+    sparse_weight: float = Field(0.3, ge=0.0, le=1.0, description="Weight of the BM25 ranking in weighted fusion.")
+    rrf_k: int = Field(60, ge=1, le=1000, description="RRF constant: a hit scores 1 / (rrf_k + rank) per ranking.")
+    ensemble: str = Field(
+        "bm25=0.5,dense=0.5",
+        description="Members of the `ensemble` retriever when its spec names none: name=weight,...",
+    )
+    rerank: str | None = Field(
+        None,
+        description="Reranker: cross-encoder:<local path or name>, an http(s)://.../rerank endpoint, or llm (the chat "
+        "model scores passages); unset = no reranking (no reranker weights ship offline).",
+    )
+    rerank_windows: bool = Field(
+        False, description="Rerank each candidate with its neighbouring chunks (its context window) as one text."
     )
     k: int = Field(5, ge=1, le=50, description="Evidence passages an answer draws on.")
     candidates: int = Field(20, ge=1, le=200, description="Hits fetched before ranking and MMR pick the final k.")

@@ -10,10 +10,10 @@ from rich.console import Console
 
 from paperscope.agent.answer import Answer, Source, TraceStep
 from paperscope.agent.pipeline import Searcher
-from paperscope.agent.router import Route
 from paperscope.chat import Runner, chat_loop
 from paperscope.errors import StoreError
 from paperscope.parser.models import SectionCategory
+from paperscope.rag.route import Route
 from paperscope.rag.store import PaperRecord, PaperStore, StoredChunk
 
 ROUTE = Route(intent="SPECIFIC_PAPER", target_paper_keywords=[], target_section_category=[])

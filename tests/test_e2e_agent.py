@@ -94,7 +94,7 @@ def assert_track_a_run(server: ScriptedOpenAIServer, answer: dict[str, Any], fla
     assert all(s["citation"].startswith(f"{flashrank}:") for s in answer["sources"])
     assert answer["mode"] == "agent" and answer["turns"] == 4 and answer["llm_error"] is None
     assert answer["usage"]["total_tokens"] > 0
-    assert answer["models"]["chat_model"] == "scripted-model"
+    assert answer["models"]["llm_model"] == "scripted-model"
 
 
 def test_ask_json_runs_the_agent_through_the_real_client(

@@ -7,8 +7,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..rag.context import Evidence
+from ..rag.registry import OperatorRun
+from ..rag.retrieval import Models
+from ..rag.route import Route
 from ..rag.store import StoredChunk
-from .router import Route
 
 
 class Source(BaseModel):
@@ -71,11 +73,12 @@ class Source(BaseModel):
 
 
 class TraceStep(BaseModel):
-    """One tool call the agent made."""
+    """One tool call (the agent's, or a step of the single-shot plan over the same tools)."""
 
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
     observation: str = Field("", description="What the tool returned, shortened.")
+    results: list[str] = Field(default_factory=list, description="Citation ids `<doc_id>:<chunk_index>` it returned.")
     seconds: float = 0.0
     error: bool = Field(False, description="True when the call was rejected or failed.")
     turn: int = Field(0, description="The model turn that made the call (1-based; 0 = after the loop).")
@@ -102,7 +105,8 @@ class Answer(BaseModel):
     supported: bool = Field(True, description="False when no retrieved source backs the answer.")
     notes: list[str] = Field(default_factory=list, description="What the reader should know, e.g. a fallback taken.")
     timings: dict[str, float] = Field(default_factory=dict, description="Seconds per stage, and total.")
-    models: dict[str, str | None] = Field(default_factory=dict, description="Embedder, chat model, router used.")
+    models: Models = Field(default_factory=Models, description="The models behind the answer (null where none).")
+    operators: list[OperatorRun] = Field(default_factory=list, description="The operators that ran, in order.")
     trace: list[TraceStep] = Field(default_factory=list, description="Tool calls of an agent run.")
     usage: dict[str, int] = Field(default_factory=dict, description="Token usage when the model reports it.")
     turns: int = Field(0, description="Model turns of an agent run.")

@@ -21,7 +21,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, SystemMessage
@@ -31,17 +31,16 @@ from ..config import Settings
 from ..errors import LLMError
 from ..parser.models import SectionCategory
 from ..prompts import load_prompt
-from ..rag.query import expand
+from ..rag.question import check_question
+from ..rag.retrieval import Retrieval
 from ..rag.store import PaperRecord, PaperStore
-from .answer import Answer, Source, TraceStep
+from .answer import Answer, TraceStep
 from .citations import ground, grounding_notes
 from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
-from .llm import make_chat_model, model_name, question_scope
-from .pipeline import Plan, Searcher
+from .llm import make_chat_model, question_scope
+from .pipeline import Searcher
 from .probe import prompt_choice
-from .question import check_question
-from .router import Intent
 from .streaming import AnswerStream
 from .textcalls import looks_like_a_call
 from .tools import AgentTools, RunState
@@ -152,7 +151,7 @@ class AgenticSearcher:
         listed = papers[:CATALOGUE_IN_PROMPT]
         labels = PaperLabels(p.doc_id for p in listed)
         state = RunState(labels)
-        tools = AgentTools(self.store, self.settings, state, papers, locator=self.single_shot.locator(papers))
+        tools = AgentTools(self.single_shot.engine, state, papers)
         prompt = self.prompt_name
         compact = prompt == PROMPTS["compact"]
         graph = build_graph(self.chat_model, tools, self.max_iterations, brief=compact)
@@ -189,10 +188,37 @@ class AgenticSearcher:
         error: LLMError | None = result.get("error")
         last = messages[-1]
 
-        def fallback(note: str, *, use_model: bool, plan: Plan | None = None) -> Answer:
+        def fallback(note: str, *, use_model: bool, retrieval: Retrieval | None = None) -> Answer:
+            """The single-shot answer (its retrieval, or the passages the agent read), keeping the agent's trace."""
             if streamed and on_token is not None:
                 on_token("\n\n")  # whatever streamed is not the answer: the fallback's text follows
-            return self._fallback(query, history, run, messages, turns, started, on_token, note, use_model, plan, error)
+            if retrieval is None:
+                # The rules route: a model that would not use tools (or failed) is no better at a router's tool call.
+                retrieval = self.single_shot.plan(query, history=history, use_model=False)
+            retrieval.notes.insert(0, note)
+            heard: list[str] = []
+
+            def relay(piece: str) -> None:
+                heard.append(piece)
+                if on_token is not None:
+                    on_token(piece)
+
+            answer = self.single_shot.writer.from_retrieval(
+                query,
+                retrieval,
+                mode="fallback",
+                use_model=use_model,
+                on_token=relay if on_token is not None else None,
+                started=started,
+                llm_error=str(error) if error is not None else None,
+                trace=list(state.trace),
+                usage=_usage(messages),
+                turns=turns,
+            )
+            answer.timings["tools"] = round(sum(s.seconds for s in state.trace), 4)
+            if on_token is not None and not heard:
+                on_token(answer.answer)
+            return answer
 
         if error is not None:
             note = f"The model failed ({error.reason}); the answer is extracted from single-shot retrieval."
@@ -210,7 +236,7 @@ class AgenticSearcher:
         cited_nothing_read = (finish is None or grounded.claimed) and not grounded.supported
         says_something = ground(text, lambda ref: None).text.strip()  # an "answer" of citations alone says nothing
         if not says_something or looks_like_a_call(text) or cited_nothing_read:
-            return fallback(NO_CITATION, use_model=True, plan=self._gathered_plan(query, run))
+            return fallback(NO_CITATION, use_model=True, retrieval=self._gathered(query, run))
 
         notes: list[str] = []
         if result.get("cut_short"):
@@ -220,28 +246,12 @@ class AgenticSearcher:
             message = f"dropped citations of passages not read in this run: {', '.join(expanded)}"
             state.record(TraceStep(tool="finish", args={"sources": claimed}, observation=message, error=True))
         notes += grounding_notes(grounded)
-        text = grounded.text or "The agent gave no answer."
-        sources = [Source.from_chunk(n, state.seen[cid]) for n, cid in enumerate(grounded.order, start=1)]
-        supported = grounded.supported
-
-        route = self.single_shot.rule_router(run.papers).route(expand(query))
-        answer = Answer(
-            query=query,
-            answer=text,
-            track=_agent_track(sources, state.trace, route.intent == Intent.SPECIFIC_PAPER and bool(route.doc_ids)),
-            route=route,
-            sources=sources,
-            mode="agent",
-            extractive=False,
-            supported=supported,
+        answer = self.single_shot.writer.from_agent(
+            query,
+            grounded,
+            state.seen,
             notes=notes,
-            timings={"tools": round(sum(s.seconds for s in state.trace), 4), "total": time.perf_counter() - started},
-            models={
-                "embedder": self.store.embedder.name,
-                "chat_model": model_name(self.chat_model),
-                "router": "agent",
-                "retriever": self.settings.retrieval.retriever,
-            },
+            started=started,
             trace=list(state.trace),
             usage=_usage(messages),
             turns=turns,
@@ -250,71 +260,28 @@ class AgenticSearcher:
             on_token(answer.answer)  # the model did not stream its answer (e.g. a call written as text): hand it on
         return answer
 
-    def _gathered_plan(self, query: str, run: _Run) -> Plan:
-        """A single-shot plan over the passages the agent read: its searches' hits first, abstracts last."""
+    def _gathered(self, query: str, run: _Run) -> Retrieval:
+        """The passages the agent read as a retrieval (its searches' hits first, abstracts last), to answer from."""
         seen = list(run.state.seen.values())
         hits = [c for c in seen if c.section_category != SectionCategory.ABSTRACT]
         hits += [c for c in seen if c.section_category == SectionCategory.ABSTRACT]
         hits = hits[: 2 * self.settings.retrieval.k]
         doc_ids = list(dict.fromkeys(c.doc_id for c in hits))
-        route = self.single_shot.rule_router(run.papers).route(expand(query))
-        return Plan(route, "A" if len(doc_ids) == 1 else "B", doc_ids, hits, len(run.papers))
-
-    def _fallback(
-        self,
-        query: str,
-        history: Sequence[Answer] | None,
-        run: _Run,
-        messages: list[AnyMessage],
-        turns: int,
-        started: float,
-        on_token: Callable[[str], None] | None,
-        note: str,
-        use_model: bool,
-        plan: Plan | None,
-        error: LLMError | None,
-    ) -> Answer:
-        """Answer through the single-shot path (its retrieval, or `plan`), keeping the agent's trace and usage."""
-        heard: list[str] = []
-
-        def relay(piece: str) -> None:
-            heard.append(piece)
-            if on_token is not None:
-                on_token(piece)
-
-        if plan is None:
-            # The rules route: a model that would not use tools (or failed) is no better at a router's tool call.
-            plan = self.single_shot.plan(query, history=history, use_model=False)
-        plan.notes.insert(0, note)
-        answer = self.single_shot.compose(
-            query, plan, on_token=relay if on_token is not None else None, use_model=use_model, started=started
+        engine = self.single_shot.engine
+        return Retrieval(
+            query=query,
+            chunks=hits,
+            track="A" if len(doc_ids) == 1 else "B",
+            doc_ids=doc_ids,
+            n_papers=len(run.papers),
+            models=engine.models(),
         )
-        if on_token is not None and not heard:
-            on_token(answer.answer)
-        answer.mode = "fallback"
-        answer.trace = list(run.state.trace)
-        answer.turns = turns
-        answer.usage = _usage(messages)
-        answer.llm_error = answer.llm_error or (str(error) if error is not None else None)
-        answer.timings["tools"] = round(sum(s.seconds for s in run.state.trace), 4)
-        answer.timings["total"] = time.perf_counter() - started
-        return answer
 
 
 def paper_entry(label: str, paper: PaperRecord) -> str:
     """A catalogue paper as the prompt lists it, with the names people call it by (its catalogue aliases)."""
     names = [a.text for a in paper.aliases if a.kind in PROMPT_ALIAS_KINDS]
     return paper_line(label, paper.title, paper.year, names[:MAX_PROMPT_ALIASES])
-
-
-def _agent_track(sources: list[Source], trace: list[TraceStep], named_one: bool) -> Literal["A", "B"]:
-    """The track the agent took: one paper cited (or, citing none, searched) is A, several are B."""
-    if sources:
-        return "A" if len({s.doc_id for s in sources}) == 1 else "B"
-    scoped = {str(s.args["doc_id"]) for s in trace if not s.error and s.args.get("doc_id")}
-    if scoped:
-        return "A" if len(scoped) == 1 else "B"
-    return "A" if named_one else "B"
 
 
 def _usage(messages: list[AnyMessage]) -> dict[str, int]:

@@ -20,16 +20,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import BaseModel, Field, ValidationError
 
-from ..config import Settings
 from ..parser.models import SectionCategory
-from ..rag.context import introduction
+from ..rag.engine import Engine
 from ..rag.filters import SearchFilter, parse_category, validate_doc_id
-from ..rag.query import expand
-from ..rag.retrievers import get_retriever
-from ..rag.store import PaperRecord, PaperStore, StoredChunk
+from ..rag.store import PaperRecord, StoredChunk
 from .answer import TraceStep
 from .labels import PaperLabels
-from .locate import PaperLocator
 
 MAX_K = 10
 MAX_WINDOW = 3
@@ -50,6 +46,8 @@ class RunState:
         self.trace: list[TraceStep] = []
         self.labels = labels or PaperLabels()
         self._lock = threading.Lock()
+        # The citations the tool call running in this thread returned (ToolNode runs each call in one thread).
+        self._call = threading.local()
 
     def resolve(self, cid: str) -> str | None:
         """The full citation id of a seen chunk for an id the model wrote (either form), else None."""
@@ -57,9 +55,23 @@ class RunState:
         return full if full is not None and full in self.seen else None
 
     def remember(self, chunks: list[StoredChunk]) -> None:
+        """Chunks a tool showed the model: citable from now on, and the current call's results."""
         with self._lock:
             for c in chunks:
                 self.seen.setdefault(c.citation, c)
+        results = getattr(self._call, "results", None)
+        if results is not None:
+            results.extend(c.citation for c in chunks)
+
+    def start_call(self) -> None:
+        """A tool call begins in this thread: collect the citations it returns."""
+        self._call.results = []
+
+    def end_call(self) -> list[str]:
+        """The citations the call of this thread returned, in order (each once)."""
+        results: list[str] = getattr(self._call, "results", None) or []
+        self._call.results = None
+        return list(dict.fromkeys(results))
 
     def record(self, step: TraceStep) -> None:
         with self._lock:
@@ -119,24 +131,13 @@ def shorten(text: str, limit: int) -> str:
 
 
 class AgentTools:
-    """The five tools bound to one store and one run's state."""
+    """The five tools bound to the engine and one run's state: thin views of the engine's results."""
 
-    def __init__(
-        self,
-        store: PaperStore,
-        settings: Settings,
-        state: RunState,
-        papers: Sequence[PaperRecord] | None = None,
-        locator: PaperLocator | None = None,
-    ) -> None:
-        """`papers`: the ready catalogue if the caller has just read it (it is re-read on an unknown doc_id).
-        `locator`: ranks papers for search_abstracts (names, title, aliases and abstract); without one,
-        search_abstracts ranks abstract passages only."""
-        self.store = store
-        self.settings = settings
+    def __init__(self, engine: Engine, state: RunState, papers: Sequence[PaperRecord] | None = None) -> None:
+        """`papers`: the ready catalogue if the caller has just read it (it is re-read on an unknown doc_id)."""
+        self.engine = engine
+        self.store = engine.store
         self.state = state
-        self.locator = locator
-        self._retrieve = get_retriever(settings.retrieval.retriever)
         self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
     def _show(self, c: StoredChunk, *, with_score: bool = True) -> str:
@@ -152,7 +153,7 @@ class AgentTools:
         except ValueError as exc:
             raise BadToolCall(f"{exc}; use a paper id (P1, P2, ...) from the list or a search") from None
         if self._papers is None or doc_id not in self._papers:
-            self._papers = {p.doc_id: p for p in self.store.list_papers(brief=True) if p.ready}
+            self._papers = {p.doc_id: p for p in self.engine.papers()}
         paper = self._papers.get(doc_id)
         if paper is None:
             # Small models pass a paper's name for its id: point at the paper instead of only refusing.
@@ -175,39 +176,19 @@ class AgentTools:
         id and start of its abstract. Start here to learn which papers matter, then search inside them with
         search_by_section.
         """
-        asked = expand(query)
-        hits = self._retrieve(self.store, asked, SearchFilter(categories=[SectionCategory.ABSTRACT]), k * 3)
-        best: dict[str, StoredChunk] = {}
-        for h in hits:
-            best.setdefault(h.doc_id, h)
-        top = max((h.score or 0.0 for h in hits), default=0.0) or 1.0
-        score = {d: (h.score or 0.0) / top for d, h in best.items()}
-        if self.locator is not None:
-            # The catalogue's view first: a paper named by its title, short name, acronym or authors leads;
-            # papers only the abstract search found follow, their scores kept below the located ones.
-            located = {c.doc_id: c.score for c in self.locator.locate(asked, k=k).candidates if c.score > 0}
-            floor = min(located.values(), default=1.0)
-            score = {**{d: 0.99 * floor * v for d, v in score.items()}, **located}
-        order = sorted(score, key=lambda d: -score[d])
-        papers = [c for d in order[:k] if (c := best.get(d) or self._abstract(d)) is not None]
-        if not papers:
+        found = self.engine.find_papers(query, k)
+        if not found:
             return "No paper matches. Try other words."
-        self.state.remember(papers)
+        self.state.remember([c for c, _ in found])
         lines = []
         labels = self.state.labels
-        for h in papers:
+        for h, score in found:
             year = f" ({h.year})" if h.year else ""
             lines.append(
-                f"{labels.label(h.doc_id)} | {h.title}{year} | score {score[h.doc_id]:.3f} | "
+                f"{labels.label(h.doc_id)} | {h.title}{year} | score {score:.3f} | "
                 f"abstract [{labels.citation(h.doc_id, h.chunk_index)}]: {shorten(h.text, SNIPPET_CHARS)}"
             )
         return "\n".join(lines)
-
-    def _abstract(self, doc_id: str) -> StoredChunk | None:
-        """The first abstract chunk of a paper (its first chunk when it has no abstract)."""
-        found = self.store.get_section(doc_id, SectionCategory.ABSTRACT, max_tokens=1)
-        found = found or self.store.get_context_window(doc_id, 0, 0)
-        return found[0] if found else None
 
     def search_by_section(self, query: str, doc_id: str | None = None, category: str | None = None, k: int = 5) -> str:
         """Search passages of the papers, optionally only in one paper (doc_id: P1, P2, ...) and one section category.
@@ -224,7 +205,7 @@ class AgentTools:
             except ValueError:
                 raise BadToolCall(f"unknown category {category!r}; use one of {CATEGORY_NAMES}") from None
         doc_ids = [self._paper(doc_id).doc_id] if doc_id else None
-        hits = self._retrieve(self.store, query, SearchFilter(doc_ids=doc_ids, categories=cats), k)
+        hits = self.engine.search(query, SearchFilter(doc_ids=doc_ids, categories=cats), k).chunks
         if not hits:
             scope = " in that paper" if doc_id else ""
             return f"No passage found{scope}{' under ' + cats[0].name if cats else ''}. Try other words or no category."
@@ -241,7 +222,7 @@ class AgentTools:
             raise BadToolCall(
                 f"chunk_index {chunk_index} is past the end: this paper has chunks 0..{paper.n_chunks - 1}"
             )
-        chunks = self.store.get_context_window(paper.doc_id, chunk_index, window)
+        chunks = self.engine.window(paper.doc_id, chunk_index, window)
         self.state.remember(chunks)
         return "\n\n".join(self._show(c, with_score=False) for c in chunks)
 
@@ -251,7 +232,7 @@ class AgentTools:
         Use it for background on one paper.
         """
         paper = self._paper(doc_id)
-        chunks = introduction(self.store, paper.doc_id, max(1, self.settings.retrieval.intro_tokens))
+        chunks = self.engine.introduction(paper.doc_id)
         if not chunks:
             return f"{paper.title} has no Introduction or Abstract in the store."
         self.state.remember(chunks)
@@ -321,17 +302,21 @@ class AgentTools:
         def run(**kwargs: Any) -> str:
             started = time.perf_counter()
             args = self._full_ids(kwargs)
+            self.state.start_call()
             try:
                 out = fn(**kwargs)
             except BadToolCall as exc:
+                self.state.end_call()
                 self.state.record(
                     TraceStep(tool=name, args=args, observation=f"error: {exc}", seconds=_since(started), error=True)
                 )
                 raise
+            results = self.state.end_call()
             # The trace leaves the run: it shows doc_ids, not this run's labels.
             seen = self.state.labels.expand(out)
+            observation = shorten(seen, OBSERVATION_CHARS)
             self.state.record(
-                TraceStep(tool=name, args=args, observation=shorten(seen, OBSERVATION_CHARS), seconds=_since(started))
+                TraceStep(tool=name, args=args, observation=observation, seconds=_since(started), results=results)
             )
             return out
 

@@ -1,4 +1,4 @@
-"""A LangChain `BaseRetriever` over the store, to plug paperscope into one's own chains."""
+"""A LangChain `BaseRetriever` over the engine, to plug paperscope into one's own chains."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from .engine import Engine
 from .filters import SearchFilter
-from .retrievers import get_retriever
 from .store import PaperStore, StoredChunk
 
 
@@ -39,12 +39,16 @@ class PaperscopeRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     store: PaperStore = Field(description="An open PaperStore.")
-    retriever: str = Field("hybrid", description="dense, bm25 or hybrid.")
-    k: int = Field(5, ge=1, le=1000, description="Documents returned.")
+    retriever: str | None = Field(None, description="A retriever spec (bm25, dense, hybrid, ...); None = settings'.")
+    k: int = Field(5, ge=1, le=50, description="Documents returned.")
     search_filter: SearchFilter | None = Field(None, description="Papers, categories, years to search in.")
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        hits = get_retriever(self.retriever)(self.store, query, self.search_filter, self.k)
+        # The engine's passage search: the same ranking the agent's search_by_section and `retrieve` use.
+        settings = self.store.settings
+        if self.retriever is not None:
+            settings = settings.with_overrides(retrieval={"retriever": self.retriever})
+        hits = Engine(self.store, settings).search(query, self.search_filter, self.k).chunks
         return [chunk_document(c) for c in hits]

@@ -1,36 +1,189 @@
-"""Retrievers by name: each takes a query, a typed filter and k, and returns ranked chunks."""
+"""Retrievers: a query, a typed filter and k in, ranked chunks out; chosen by a spec string.
+
+| spec | what it does |
+|---|---|
+| `bm25` | Milvus BM25 over each chunk's index_text (the default: best on the real dev papers) |
+| `dense` | embedding similarity |
+| `hybrid`, `hybrid:rrf`, `hybrid:weighted` | dense + BM25 fused inside Milvus (weighted: dense 0.7, sparse 0.3) |
+| `ensemble:bm25=0.6,dense=0.4` | any retrievers, each run alone, fused here by weighted reciprocal rank |
+| `parent_document`, `parent_document:hybrid` | search the children of a `parent_child` ingest, return their parents |
+
+On a `parent_child` knowledge base every retriever searches the children (kind "chunk"); parents (kind "parent")
+are context, never hits of their own, except through `parent_document`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Literal, Protocol
 
+from ..config import RetrievalSettings
+from ..errors import ConfigError
 from .filters import SearchFilter
+from .registry import get, register
 from .store import PaperStore, StoredChunk
 
-Retriever = Callable[[PaperStore, str, SearchFilter | None, int], list[StoredChunk]]
+
+class Retriever(Protocol):
+    """Anything that ranks chunks for a query."""
+
+    @property
+    def name(self) -> str: ...
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        """The k best chunks for `query` under `search_filter`, best first."""
+        ...
 
 
-def dense(store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
-    """Embedding similarity only."""
-    return store.search_dense(query, search_filter, k)
+@register("retriever", "dense")
+class Dense:
+    """Embedding similarity; reads meaning, but MiniLM sees only a chunk's first 256 tokens and is weak on numbers."""
+
+    name = "dense"
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        return store.search_dense(query, search_filter, k)
 
 
-def bm25(store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
-    """Milvus BM25 over index_text only."""
-    return store.search_bm25(query, search_filter, k)
+@register("retriever", "bm25")
+class BM25:
+    """Milvus BM25 over index_text: exact names, numbers and terms (the default)."""
+
+    name = "bm25"
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        return store.search_bm25(query, search_filter, k)
 
 
-def hybrid(store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
-    """Dense + BM25 fused with RRF inside Milvus (the default)."""
-    return store.search_hybrid(query, search_filter, k, fusion="rrf")
+@register("retriever", "hybrid")
+class Hybrid:
+    """Dense + BM25 in one Milvus hybrid search, fused by RRF or by weights (dense 0.7 / sparse 0.3 by default)."""
+
+    def __init__(self, fusion: str = "rrf", weights: tuple[float, float] = (0.7, 0.3), rrf_k: int = 60) -> None:
+        if fusion not in ("rrf", "weighted"):
+            raise ConfigError(f"retriever hybrid:{fusion}: the fusion is 'rrf' or 'weighted'")
+        self.fusion = fusion
+        self.weights = weights
+        self.rrf_k = rrf_k
+
+    @property
+    def name(self) -> str:
+        return f"hybrid:{self.fusion}"
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        fusion: Literal["rrf", "weighted"] = "weighted" if self.fusion == "weighted" else "rrf"
+        return store.search_hybrid(query, search_filter, k, fusion=fusion, rrf_k=self.rrf_k, weights=self.weights)
 
 
-RETRIEVERS: dict[str, Retriever] = {"dense": dense, "bm25": bm25, "hybrid": hybrid}
+@register("retriever", "ensemble")
+class Ensemble:
+    """Any retrievers run side by side, their rankings fused by weighted reciprocal rank (e.g. bm25=0.6,dense=0.4)."""
+
+    def __init__(self, members: Sequence[tuple[Retriever, float]], rrf_k: int = 60, depth: int = 3) -> None:
+        if not members:
+            raise ConfigError("retriever ensemble needs members, e.g. ensemble:bm25=0.6,dense=0.4")
+        self.members = list(members)
+        self.rrf_k = rrf_k
+        self.depth = depth  # each member is asked for depth * k hits, so a chunk ranked low by one can still win
+
+    @property
+    def name(self) -> str:
+        return "ensemble:" + ",".join(f"{r.name}={w:g}" for r, w in self.members)
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        rankings = [(r.search(store, query, search_filter, self.depth * k), w) for r, w in self.members]
+        return fuse(rankings, k, self.rrf_k)
 
 
-def get_retriever(name: str) -> Retriever:
-    """The retriever registered under `name`; ValueError listing the valid names otherwise."""
-    try:
-        return RETRIEVERS[name]
-    except KeyError:
-        raise ValueError(f"unknown retriever {name!r}; expected one of {sorted(RETRIEVERS)}") from None
+def fuse(rankings: Sequence[tuple[Sequence[StoredChunk], float]], k: int, rrf_k: int = 60) -> list[StoredChunk]:
+    """Weighted reciprocal-rank fusion: a chunk scores sum(weight / (rrf_k + rank)) over the rankings holding it."""
+    score: dict[int, float] = {}
+    first: dict[int, StoredChunk] = {}
+    for hits, weight in rankings:
+        for rank, hit in enumerate(hits, start=1):
+            score[hit.id] = score.get(hit.id, 0.0) + weight / (rrf_k + rank)
+            first.setdefault(hit.id, hit)
+    best = sorted(score, key=lambda i: -score[i])[:k]
+    return [first[i].model_copy(update={"score": score[i]}) for i in best]
+
+
+@register("retriever", "parent_document", needs=("parent_child knowledge base",))
+class ParentDocument:
+    """Search the small children of a parent_child ingest, answer with their large parents (`matched` = children)."""
+
+    def __init__(self, inner: Retriever) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return f"parent_document:{self.inner.name}"
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        children = self.inner.search(store, query, search_filter, 4 * k)
+        groups: dict[tuple[str, int], list[StoredChunk]] = {}
+        for child in children:
+            parent = child.metadata.get("parent_index")
+            if parent is None:
+                raise ConfigError(
+                    f"retriever parent_document: knowledge base {store.kb!r} has no parent chunks; ingest it with "
+                    f"`paperscope ingest PATH --kb {store.kb} --strategy parent_child --force` to use it"
+                )
+            groups.setdefault((child.doc_id, int(parent)), []).append(child)
+        hits: list[StoredChunk] = []
+        keys = list(groups)[:k]
+        parents = {
+            (p.doc_id, p.chunk_index): p
+            for doc_id in dict.fromkeys(d for d, _ in keys)
+            for p in store.get_chunks(doc_id, kind="parent")  # one read per paper (k papers at most)
+        }
+        for key in keys:
+            members = groups[key]
+            parent = parents.get(key)
+            if parent is None:
+                continue
+            best = members[0]
+            span = sorted(c.chunk_index for c in members)
+            hits.append(
+                best.model_copy(
+                    update={
+                        "text": parent.text,
+                        "metadata": {
+                            **best.metadata,
+                            "matched": [c.citation for c in members],
+                            "parent_span": [span[0], span[-1]],
+                            "page_end": parent.metadata.get("page_end", best.page_number),
+                        },
+                    }
+                )
+            )
+        return hits
+
+
+def make_retriever(spec: str, settings: RetrievalSettings | None = None) -> Retriever:
+    """The retriever a spec names (see the module docstring); a ConfigError naming what is wrong otherwise."""
+    r = settings or RetrievalSettings()
+    name, _, args = spec.strip().partition(":")
+    get("retriever", name)  # unknown names fail here, listing the valid ones
+    if name == "dense":
+        return Dense()
+    if name == "bm25":
+        return BM25()
+    if name == "hybrid":
+        return Hybrid(args or r.hybrid_fusion, (r.dense_weight, r.sparse_weight), r.rrf_k)
+    if name == "parent_document":
+        if args.startswith("parent_document"):
+            raise ConfigError("retriever parent_document cannot search parents of parents")
+        return ParentDocument(make_retriever(args or "bm25", r))
+    members: list[tuple[Retriever, float]] = []
+    for part in (args or r.ensemble).split(","):
+        member, _, weight = part.strip().partition("=")
+        if member.startswith("ensemble") or member.startswith("parent_document"):
+            raise ConfigError(f"retriever ensemble: {member!r} cannot be a member; use bm25, dense or hybrid")
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            raise ConfigError(f"retriever ensemble: weight {weight!r} of {member!r} is not a number") from None
+        if not 0 < w <= 10:
+            raise ConfigError(f"retriever ensemble: weight of {member!r} must be in (0, 10], got {w:g}")
+        members.append((make_retriever(member, r), w))
+    return Ensemble(members, r.rrf_k)

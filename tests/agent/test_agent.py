@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from paperscope.agent.locate import PaperLocator
 from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
 from paperscope.prompts import load_prompt
+from paperscope.rag.locate import PaperLocator
 from paperscope.rag.store import PaperStore
 from tests.scripted_model import DESIGN_TOOLS, ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 
@@ -92,7 +92,7 @@ def test_track_a_abstracts_then_scoped_section_then_window(
     assert all(s.citation.startswith(f"{doc}:") for s in answer.sources)
     assert answer.trace[1].args["doc_id"] == doc and answer.trace[2].args["doc_id"] == doc
     assert set(model.call_tools[0]) == DESIGN_TOOLS
-    assert answer.models["router"] == "agent" and answer.turns == 4 and answer.mode == "agent"
+    assert answer.route.source == "agent" and answer.turns == 4 and answer.mode == "agent"
     assert "turns" not in answer.timings and not any(s.from_text for s in answer.trace)
     assert [s.turn for s in answer.trace] == [1, 2, 3]
 
@@ -254,7 +254,7 @@ def test_a_finish_before_reading_anything_gets_one_reprompt_then_single_shot(
     assert "You have not read any passage yet" in str(model.calls[1][-1].content)
     assert answer.mode == "fallback" and answer.supported and "42" not in answer.answer
     assert answer.sources and answer.sources[0].doc_id == sample_doc_ids["marten"]
-    assert answer.models["router"] == "rules" and answer.trace == []
+    assert answer.route.source == "rules" and answer.trace == []
 
 
 def test_running_out_of_turns_answers_from_what_was_gathered(

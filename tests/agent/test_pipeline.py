@@ -12,11 +12,12 @@ from paperscope.agent.answer import Answer
 from paperscope.agent.extractive import HEADER, sentences, strip_references
 from paperscope.agent.pipeline import Searcher
 from paperscope.config import Settings
-from paperscope.parser.models import SectionCategory as Cat
+from paperscope.errors import ConfigError
 from paperscope.rag.adapters import PaperscopeRetriever
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.filters import SearchFilter
-from paperscope.rag.retrievers import RETRIEVERS, get_retriever
+from paperscope.rag.registry import names
+from paperscope.rag.retrievers import make_retriever
 from paperscope.rag.store import PaperStore, StoredChunk
 from tests.scripted_model import ScriptedChatModel, final
 
@@ -60,7 +61,7 @@ def test_a_question_naming_a_paper_stays_inside_it(searcher: Searcher, sample_do
     assert_extracts_are_cited(answer)
     assert_sources_were_retrieved(searcher, answer)
     assert set(answer.timings) >= {"route", "retrieve", "assemble", "generate", "total"}
-    assert answer.models["embedder"] == searcher.store.embedder.name and answer.models["chat_model"] is None
+    assert answer.models.embedding_model == "all-MiniLM-L6-v2" and answer.models.llm_model is None
 
 
 def test_a_method_question_is_not_answered_from_related_work(
@@ -124,25 +125,6 @@ def test_mmr_keeps_the_evidence_varied(searcher: Searcher) -> None:
     assert len({h.chunk_index for h in hits}) == len(hits)
 
 
-def _hit(i: int, score: float, vector: list[float]) -> StoredChunk:
-    return StoredChunk(
-        id=i, doc_id="d", title="T", year=None, score=score, vector=vector, chunk_index=10 * i, text=f"t{i}",
-        index_text=f"t{i}", section_title="3 Method", parent_section="", section_category=Cat.METHOD,
-        hierarchy_level=0, page_number=1,
-    )  # fmt: skip
-
-
-@pytest.mark.parametrize(("lam", "expected"), [(1.0, [0, 1]), (0.6, [0, 2])])
-def test_ranking_gives_way_to_a_different_passage_under_mmr(
-    sample_kb: PaperStore, lam: float, expected: list[int]
-) -> None:
-    settings = sample_kb.settings.model_copy(deep=True)
-    settings.retrieval.mmr_lambda = lam
-    hits = [_hit(0, 10.0, [1.0, 0.0]), _hit(1, 9.5, [0.99, 0.05]), _hit(2, 8.0, [0.0, 1.0])]
-    picked = Searcher(sample_kb, settings)._prefer(hits, [], k=2)
-    assert [h.id for h in picked] == expected
-
-
 def test_llm_answers_cite_the_evidence_they_were_given(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
     model = ScriptedChatModel([final("FlashRank labels 1.2 million queries [1].")])
     searcher = Searcher(sample_kb, chat_model=model)
@@ -201,16 +183,16 @@ def test_a_question_without_words_is_refused(searcher: Searcher, question: str) 
         searcher.answer(question)
 
 
-@pytest.mark.parametrize("name", sorted(RETRIEVERS))
+@pytest.mark.parametrize("name", [n for n in names("retriever") if n != "parent_document"])
 def test_each_retriever_honours_the_filter(sample_kb: PaperStore, sample_doc_ids: dict[str, str], name: str) -> None:
     doc = sample_doc_ids["hydra"]
-    hits = get_retriever(name)(sample_kb, "hypothetical documents", SearchFilter(doc_ids=[doc]), 3)
+    hits = make_retriever(name).search(sample_kb, "hypothetical documents", SearchFilter(doc_ids=[doc]), 3)
     assert len(hits) == 3 and all(isinstance(h, StoredChunk) and h.doc_id == doc for h in hits)
 
 
 def test_unknown_retriever() -> None:
-    with pytest.raises(ValueError, match="unknown retriever 'nope'"):
-        get_retriever("nope")
+    with pytest.raises(ConfigError, match="unknown retriever 'nope'"):
+        make_retriever("nope")
 
 
 def test_langchain_retriever_adapter(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:

@@ -9,10 +9,12 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import ValidationError
 
-from paperscope.agent.locate import PaperLocator
-from paperscope.agent.router import Intent, LLMRouter, Route, RuleRouter, catalogue_lines, make_router, section_cues
+from paperscope.agent.router import LLMRouter, catalogue_lines, make_router
 from paperscope.errors import ConfigError
 from paperscope.prompts import load_prompt
+from paperscope.rag.cues import section_cues
+from paperscope.rag.locate import PaperLocator
+from paperscope.rag.route import Intent, Route, RuleRouter
 from paperscope.rag.store import PaperStore
 from tests.scripted_model import ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 

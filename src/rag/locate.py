@@ -14,12 +14,21 @@ is about a paper the knowledge base does not hold.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..rag.store import PaperRecord, PaperStore
+from .cues import (
+    NAME_IN_QUESTION,
+    QUOTED,
+    STOPWORDS,
+    content_words,
+    fold,
+    is_field_wide,
+    is_survey,
+    refers_to_one_paper,
+)
+from .store import PaperRecord, PaperStore
 
 # Calibrated on the dev questions (see README, "Finding the paper"): a paper is located when its score
 # reaches LOCATE_SCORE and leads the next paper by LOCATE_MARGIN.
@@ -31,56 +40,9 @@ DENSE_FLOOR = 0.25  # cosine similarity of an unrelated paper
 BM25_FLOOR = 8.0  # a paper BM25 score below this is a chance match of common words
 
 _ASCII = "A-Za-z0-9"
-_STOPWORDS = frozenset(
-    str.split(
-        """a an the of for in on at by to from with without and or but via over under into about than as is are was were
-    be been do does did can could should would will may might must we our you your it its they their this that these
-    those what which who whom whose how why when where there here all any some each not no only more most less very
-    much many one two using use used paper papers study studies work article authors author report reported reports
-    based show shows between through per versus vs"""
-    )
-)
-# A question opening "Which methods ...", "What approaches ...": across the field, unless it names its paper
-# ("which data collection methods were used" in the middle of a question is about one study).
-_FIELD = re.compile(
-    r"^\W*(?:which|what|are there)\s+(?:[\w-]+\s+){0,2}?"
-    r"(?:methods|approaches|techniques|strategies|ways|systems|models|tools|algorithms)\b|^\W*有哪些|哪些方法",
-    re.IGNORECASE,
-)
-# "Which papers ...", "papers in the collection", "哪些论文": the question asks across papers.
-_SURVEY = re.compile(
-    r"\b(?:which|what|are there|any)\s+(?:[\w-]+\s+){0,3}?(?:papers|studies|works|articles|publications)\b"
-    r"(?!\s+(?:best|better|well|worse|worst|most)\b)"  # "which chunk size works best": a verb
-    r"|\bpapers?\s+in\s+the\s+(?:collection|corpus|knowledge base)\b|\bacross\s+(?:the\s+)?papers\b"
-    r"|哪些\S{0,6}?(?:论文|研究|文章|工作)|有什么论文|集合中|各自",
-    re.IGNORECASE,
-)
-# "the X paper", "the study of ...", "in 'Title'", "X's", "Smith et al.", "which paper", "这篇", "该论文", "论文中".
-_ONE_PAPER = re.compile(
-    r"\b(?:the|this|that|which)\s+(?:[\w'’-]+\s+){0,8}?(?:paper|study|article|survey|meta-analysis|report|thesis)"
-    r"(?!s)\b|\bet al\b|[\w\-]+['’]s\s+(?:paper|study|system|work|method)|['\"“‘《]"
-    r"|这篇|那篇|该论文|该文|论文中|论文里|的论文|有没有.*论文",
-    re.IGNORECASE,
-)
 # Alias kinds that name the paper itself (its title, name, authors, ids), as opposed to things it mentions.
 _NAMING = frozenset({"short", "stem", "subtitle", "name", "acronym", "author", "first_author", "id"})
 _OWN_NAMES = frozenset({"short", "subtitle", "name", "acronym", "id"})
-_QUOTED = re.compile(r"['\"“‘《]([^'\"”’》]{6,300})['\"”’》]")
-_NAME_IN_QUESTION = re.compile(
-    r"\bthe\s+((?:[A-Z][\w.+-]*\s+){1,4})paper\b|\b([A-Z][\w.+-]*(?:\s+[A-Z][\w.+-]*){0,3})['’]s\s+paper\b"
-    r"|(?:这篇|那篇)\s*([A-Za-z][\w.+-]*)\s*论文|([A-Za-z][\w.+-]*)\s*(?:这篇|那篇)\s*论文"
-)
-
-
-def fold(text: str) -> str:
-    """NFKC (full-width letters, ligatures) and accents removed: "Ｆｌａｓｈ", "Gyöngyi" -> "Flash", "Gyongyi"."""
-    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
-    return "".join(c for c in text if not unicodedata.combining(c))
-
-
-def content_words(text: str) -> list[str]:
-    """Lower-case words of 3+ letters that carry meaning (no stopwords), plurals kept."""
-    return [w for w in re.findall(r"[a-z][a-z0-9-]{2,}", fold(text).lower()) if w not in _STOPWORDS]
 
 
 @dataclass
@@ -213,10 +175,10 @@ class PaperLocator:
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         return Location(
             candidates=ranked,
-            survey=bool(_SURVEY.search(text)),
-            one_paper=bool(_ONE_PAPER.search(text)),
+            survey=is_survey(text),
+            one_paper=refers_to_one_paper(text),
             missing=self._missing_names(text),
-            field_wide=bool(_FIELD.search(text)),
+            field_wide=is_field_wide(text),
         )
 
     def _alias_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
@@ -245,7 +207,7 @@ class PaperLocator:
 
     def _title_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
         """A title quoted, written out, or most of its words present ("the paper on automated narrative ...")."""
-        quoted = [q for q in _QUOTED.findall(text)]
+        quoted = [q for q in QUOTED.findall(text)]
         words = set(content_words(text))
         for doc_id, title_words in self.titles.items():
             if len(title_words) < 2:
@@ -271,9 +233,9 @@ class PaperLocator:
     def _missing_names(self, text: str) -> list[str]:
         """Names the question gives a paper ("the ResNet paper", 《...》) that no paper of the catalogue carries."""
         missing = []
-        for m in _NAME_IN_QUESTION.finditer(text):
+        for m in NAME_IN_QUESTION.finditer(text):
             name = next(g for g in m.groups() if g).strip()
-            if name.lower() in _STOPWORDS or not re.search(r"[A-Z]", name):
+            if name.lower() in STOPWORDS or not re.search(r"[A-Z]", name):
                 continue
             # Only a paper's own names count: "the BERT paper" is not a paper that merely uses BERT.
             own = (a for a in self.aliases if a.kind in _OWN_NAMES)
@@ -287,7 +249,7 @@ class PaperLocator:
                 for m in re.finditer(rf"(?<![{_ASCII}]){re.escape(a.text)}[-_][\w.]*\w", text, re.IGNORECASE):
                     if not any(b.kind == "short" and b.pattern.fullmatch(m.group(0)) for b in self.aliases):
                         missing.append(m.group(0))
-        for q in _QUOTED.findall(text):
+        for q in QUOTED.findall(text):
             if len(q.split()) >= 3 and max((_overlap(q, t) for t in self.titles.values()), default=0) < 0.5:
                 missing.append(q)
         return missing

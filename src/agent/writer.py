@@ -1,0 +1,271 @@
+"""The one place that writes and builds an Answer, for the agent, the single-shot path and the fallback alike.
+
+- `from_retrieval`: the single-shot answer (and the agent's fallback): the engine's evidence (windows,
+  Introductions, numbered [1], [2], ...), then the chat model writing from it, its citations grounded
+  (citations.py), or, without a model or when it fails, the sentences that answer extracted and cited;
+- `from_agent`: the agent's own answer, already grounded on the passages it read.
+Both end in `_answer`, which fills what every answer reports: the models, the operators that ran, the timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+
+from ..errors import LLMError
+from ..prompts import load_prompt
+from ..rag.engine import Engine
+from ..rag.registry import OperatorRun
+from ..rag.retrieval import Models, Retrieval, Track
+from ..rag.route import Route
+from ..rag.store import StoredChunk
+from .answer import Answer, Source, TraceStep
+from .citations import CitationStream, Grounded, ground, grounding_notes
+from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
+from .llm import as_llm_error, model_error, model_name
+from .textcalls import looks_like_a_call
+
+Mode = Literal["agent", "single-shot", "fallback"]
+
+
+class AnswerWriter:
+    """Writes answers over one engine, with the chat model (or none)."""
+
+    def __init__(self, engine: Engine, chat_model: BaseChatModel | None = None) -> None:
+        self.engine = engine
+        self.chat_model = chat_model
+
+    def models(self, used: BaseChatModel | None) -> Models:
+        """The models behind an answer: the engine's, plus the chat model when one wrote or routed it."""
+        models = self.engine.models()
+        name = model_name(used)
+        if name is not None:
+            endpoint = str(getattr(used, "endpoint", "") or getattr(used, "openai_api_base", "") or "")
+            provider = "openai" if not endpoint or "api.openai.com" in endpoint else "openai-compatible"
+            models = models.model_copy(update={"llm_provider": provider, "llm_model": name})
+        return models
+
+    # --- single-shot and fallback ------------------------------------------------------------------------------
+
+    def from_retrieval(
+        self,
+        query: str,
+        retrieval: Retrieval,
+        *,
+        mode: Mode = "single-shot",
+        use_model: bool = True,
+        on_token: Callable[[str], None] | None = None,
+        started: float | None = None,
+        **run: Any,
+    ) -> Answer:
+        """The answer from a retrieval's evidence: the model writes it (grounded), else it is extracted.
+
+        `on_token` receives the text as it is written. `run`: what an agent run adds (trace, usage, turns,
+        llm_error). A model that fails or writes no answer gives way to the extracted sentences, with a note
+        and `llm_error` saying so.
+        """
+        t0 = time.perf_counter() if started is None else started
+        begun = time.perf_counter()
+        routing = sum(o.seconds for o in retrieval.operators if o.kind == "router")
+        timings = {"route": routing, "retrieve": sum(o.seconds for o in retrieval.operators) - routing}
+        context_text, evidence = self.engine.context(retrieval)
+        timings["assemble"] = time.perf_counter() - begun
+        sources = [Source.from_evidence(n, ev) for n, ev in enumerate(evidence, start=1)]
+        begun = time.perf_counter()
+        model = self.chat_model if use_model else None
+        extractive = model is None
+        # Not in the knowledge base: the closest passages are listed, but they do not support an answer.
+        supported = bool(sources) and retrieval.track != "NONE"
+        notes = list(retrieval.notes)
+        llm_error: str | None = None
+        header = HEADER if self.chat_model is None else HEADER_WITHOUT_MODEL
+        if not retrieval.n_papers:
+            text, supported = self._nothing_ready(), False
+        elif not sources:
+            text = "No passage in the knowledge base answers this question."
+        elif model is None:
+            text = extractive_answer(query, evidence, header=header)
+        else:
+            emitted: list[str] = []
+            resolve = source_resolver(sources)
+            stream = CitationStream(resolve, on_token) if on_token is not None else None
+
+            def emit(piece: str) -> None:
+                emitted.append(piece)
+                if stream is not None:
+                    stream.feed(piece)
+
+            try:
+                raw, cut = self._generate(model, query, context_text, emit if on_token is not None else None)
+                grounded = ground(raw, resolve)
+                if cut and not grounded.supported:
+                    # A reply that ran to max_tokens citing nothing is a model rambling, not an answer.
+                    raise model_error(model, "bad_response", "it wrote up to max_tokens citing nothing")
+            except LLMError as exc:
+                llm_error, extractive = str(exc), True
+                notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
+                text = extractive_answer(query, evidence, header=header)
+            else:
+                if stream is not None:
+                    stream.close()
+                text, sources, supported = self._grounded(grounded, sources, supported, notes, on_token)
+                if cut:
+                    notes.append("The model's answer was cut at llm.max_tokens.")
+            if extractive and emitted and on_token is not None:
+                on_token("\n\n" + "\n".join([*notes, "", text]))  # the stream broke off: the reader gets the rest
+        if notes and (extractive or not sources):
+            text = "\n".join([*notes, "", text])
+        timings["generate"] = time.perf_counter() - begun
+        return self._answer(
+            query,
+            text,
+            track=retrieval.track,
+            route=retrieval.route or Route(intent="TOPIC_SURVEY"),
+            sources=sources,
+            mode=mode,
+            extractive=extractive,
+            supported=supported,
+            notes=notes,
+            timings=timings,
+            started=t0,
+            models=self.models(model if not extractive else None),
+            operators=retrieval.operators,
+            llm_error=llm_error or run.pop("llm_error", None),
+            **run,
+        )
+
+    def _grounded(
+        self,
+        grounded: Grounded,
+        sources: list[Source],
+        supported: bool,
+        notes: list[str],
+        on_token: Callable[[str], None] | None,
+    ) -> tuple[str, list[Source], bool]:
+        """The model's text with its citations checked: the sources it cites, renumbered, or all of them marked
+        as not supporting it."""
+        notes += grounding_notes(grounded)
+        if grounded.supported:
+            by_n = {str(s.n): s for s in sources}
+            cited = [by_n[key].model_copy(update={"n": n}) for n, key in enumerate(grounded.order, start=1)]
+            return grounded.text, cited, supported
+        # The sources below are what the model was given; none of them backs what it wrote.
+        line = f"\n\n({grounding_notes(grounded)[-1]})"
+        if on_token is not None:
+            on_token(line)
+        return grounded.text + line, sources, False
+
+    def _generate(
+        self, model: BaseChatModel, query: str, context: str, on_token: Callable[[str], None] | None = None
+    ) -> tuple[str, bool]:
+        """The model's answer from the context, and whether it was cut at max_tokens; an LLMError when the model
+        fails or writes no answer."""
+        messages = [HumanMessage(content=load_prompt("answer").format(context=context, question=query))]
+        try:
+            if on_token is None:
+                reply = model.invoke(messages)
+                text, metadata = str(reply.text).strip(), reply.response_metadata
+            else:
+                pieces: list[str] = []
+                metadata = {}
+                for chunk in model.stream(messages):
+                    metadata = {**metadata, **chunk.response_metadata}
+                    piece = str(chunk.text)
+                    if piece:
+                        pieces.append(piece)
+                        on_token(piece)
+                text = "".join(pieces).strip()
+        except Exception as exc:  # whatever the endpoint does, the question still gets the extracted answer
+            raise as_llm_error(exc, model) from exc
+        if not ground(text, lambda ref: None).text.strip(" .,;:\n") or looks_like_a_call(text):
+            what = "no answer" if not looks_like_a_call(text) else "a tool call instead of an answer"
+            raise model_error(model, "bad_response", f"it wrote {what}")
+        return text, metadata.get("finish_reason") == "length"
+
+    def _nothing_ready(self) -> str:
+        """Why no paper could be searched: an empty knowledge base, or papers that wait for repair."""
+        waiting = [p for p in self.engine.store.list_papers(brief=True) if not p.ready]
+        if not waiting:
+            return "The knowledge base is empty: add papers with `paperscope ingest PATH`."
+        names = "; ".join(repr(p.title) for p in waiting[:3]) + (" ..." if len(waiting) > 3 else "")
+        return (
+            f"No paper can be searched yet: {len(waiting)} paper(s) of the knowledge base wait for repair "
+            f"after an interrupted ingest or a damaged store ({names}). Run `paperscope check --repair`, "
+            "or ingest their files again."
+        )
+
+    # --- the agent ---------------------------------------------------------------------------------------------
+
+    def from_agent(
+        self,
+        query: str,
+        grounded: Grounded,
+        seen: dict[str, StoredChunk],
+        *,
+        notes: list[str],
+        started: float,
+        trace: list[TraceStep],
+        **run: Any,
+    ) -> Answer:
+        """The agent's answer: its text with citations grounded on the passages it read, which are its sources."""
+        sources = [Source.from_chunk(n, seen[cid]) for n, cid in enumerate(grounded.order, start=1)]
+        papers = list(dict.fromkeys(s.doc_id for s in sources))
+        track: Track = "A" if len(papers) == 1 else "B"
+        # The route is what the agent did, not a second opinion: the papers it cited, the sections it searched.
+        searched = [str(s.args["category"]).upper() for s in trace if not s.error and s.args.get("category")]
+        route = Route(
+            intent="SPECIFIC_PAPER" if track == "A" else "TOPIC_SURVEY",
+            doc_ids=papers if track == "A" else [],
+            target_section_category=[c for c in dict.fromkeys(searched) if c in _CATEGORY_NAMES],
+            source="agent",
+        )
+        operators = [
+            OperatorRun(kind="tool", name=s.tool, seconds=s.seconds, detail={"results": len(s.results)}) for s in trace
+        ]
+        return self._answer(
+            query,
+            grounded.text or "The agent gave no answer.",
+            track=track,
+            route=route,
+            sources=sources,
+            mode="agent",
+            extractive=False,
+            supported=grounded.supported,
+            notes=notes,
+            timings={"tools": round(sum(s.seconds for s in trace), 4)},
+            started=started,
+            models=self.models(self.chat_model),
+            operators=operators,
+            trace=trace,
+            **run,
+        )
+
+    # --- the one constructor ---------------------------------------------------------------------------------
+
+    def _answer(self, query: str, text: str, *, started: float, timings: dict[str, float], **fields: Any) -> Answer:
+        timings["total"] = time.perf_counter() - started
+        return Answer(query=query, answer=text, timings=timings, **fields)
+
+
+_CATEGORY_NAMES = {"ABSTRACT", "INTRODUCTION", "METHOD", "EVALUATION", "CONCLUSION", "RELATED_WORK", "OTHER"}
+
+
+def source_resolver(sources: Sequence[Source]) -> Callable[[str], str | None]:
+    """What a reference in a single-shot answer points at: a source's number ("3"), or a citation id
+    (`<doc_id>:<chunk_index>`) inside a source's chunk range; the key is the source's number, as text."""
+    numbers = {str(s.n) for s in sources}
+    chunks = {
+        f"{s.doc_id}:{i}": str(s.n) for s in reversed(sources) for i in range(s.chunk_range[0], s.chunk_range[1] + 1)
+    }
+
+    def resolve(ref: str) -> str | None:
+        if ref.isdigit():
+            return str(int(ref)) if str(int(ref)) in numbers else None
+        doc_id, _, index = ref.rpartition(":")
+        return chunks.get(f"{doc_id}:{int(index)}") if index.isdigit() else None
+
+    return resolve

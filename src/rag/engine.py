@@ -1,0 +1,331 @@
+"""The retrieval engine: a question and options in, ranked evidence with citations out.
+
+One door for every driver: the agent's tools (`find_papers`, `search`, `window`, `introduction`), the single-shot
+answer (a fixed plan over the same calls), `paperscope retrieve` and the HTTP service (`retrieve`). A question
+takes one of three tracks (DESIGN.md):
+- A, one paper: the paper is located (locate.py, route.py), then every passage of it competes (`search`);
+- B, the field: papers ranked by their best passages plus their catalogue evidence, a passage each (`survey`);
+- NONE: the question names a paper the knowledge base lacks, or no paper covers it; the closest passages are
+  still returned, as such.
+Every step is a registered operator (registry.py): the retriever, the query transforms, the postprocessors
+(ranking.py), the context windows (context.py); each run is reported in `Retrieval.operators`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..config import Settings
+from ..parser.models import SectionCategory
+from .context import Evidence, assemble, format_context, introduction
+from .cues import content_words, points_back, section_cues, survey_focus
+from .filters import SearchFilter, validate_doc_id
+from .locate import Location, PaperLocator
+from .query import expand, focus, inflect
+from .question import check_question
+from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values, spread, survey_quota
+from .registry import RunLog, register
+from .retrieval import Models, Retrieval, Track
+from .retrievers import Retriever, make_retriever
+from .route import Intent, Route, RuleRouter
+from .store import PaperRecord, PaperStore, StoredChunk
+
+# Below this share of the question's words in what was found, the papers do not seem to answer it.
+WEAK_COVERAGE = 0.35
+
+register("transform", "glossary", summary="Chinese research vocabulary in English, for BM25 over English papers "
+         "(no model; always on for questions in Chinese).")(expand)
+register("transform", "focus", summary="Once a paper is located, the words that named it count once, the rest "
+         "twice, plus their other forms ('trained' -> 'train training'; no model; always on in Track A).")(focus)
+register("postprocessor", "window", summary="Each hit grows to its neighbouring chunks within a token budget; "
+         "touching windows merge; the paper's Introduction joins the context.")(assemble)
+
+
+class Engine:
+    """Retrieval over one knowledge base (see the module docstring)."""
+
+    def __init__(self, store: PaperStore, settings: Settings | None = None) -> None:
+        self.store = store
+        self.settings = settings or store.settings
+        self.retriever: Retriever = make_retriever(self.settings.retrieval.retriever, self.settings.retrieval)
+        self._locator: tuple[tuple[str, ...], PaperLocator] | None = None
+
+    # --- the catalogue ---------------------------------------------------------------------------------------
+
+    def papers(self) -> list[PaperRecord]:
+        """Ready papers of the knowledge base (a brief catalogue read)."""
+        return [p for p in self.store.list_papers(brief=True) if p.ready]
+
+    def locator(self, papers: Sequence[PaperRecord] | None = None) -> PaperLocator:
+        """The paper locator for `papers` (read when not given), rebuilt only when the catalogue changes."""
+        papers = self.papers() if papers is None else papers
+        key = tuple(sorted(f"{p.doc_id}:{p.ingested_at}" for p in papers))
+        if self._locator is None or self._locator[0] != key:
+            self._locator = (key, PaperLocator(self.store, papers))
+        return self._locator[1]
+
+    def models(self) -> Models:
+        """The embedding model and retriever behind every response (the caller adds its chat model)."""
+        provider, _, model = self.store.embedder.name.partition(":")
+        return Models(embedding_provider=provider, embedding_model=model or provider, retriever=self.retriever.name)
+
+    def waiting_for_repair(self, query: str) -> PaperRecord | None:
+        """The paper a question names among those the knowledge base holds but hides (not ready), if one fits."""
+        waiting = [p for p in self.store.list_papers(brief=True) if not p.ready]
+        if not waiting:
+            return None
+        doc_id = PaperLocator(self.store, waiting).locate(query).doc_id
+        return next((p for p in waiting if p.doc_id == doc_id), None)
+
+    # --- the whole plan: route, then one paper or the field -----------------------------------------------
+
+    def retrieve(
+        self,
+        query: str,
+        scope: SearchFilter | None = None,
+        k: int | None = None,
+        *,
+        route: Route | None = None,
+        previous: tuple[str, str] | None = None,
+    ) -> Retrieval:
+        """Route the question and retrieve its evidence (best first, at most k).
+
+        `scope`: papers, section categories and years the caller fixes (hard limits: one paper is Track A, several
+        are compared as Track B). `route`: a route decided elsewhere (the LLM router), else the rules route.
+        `previous`: (doc_id, title) of the conversation's last one-paper answer, for a follow-up that names none.
+        """
+        check_question(query)
+        scope = scope or SearchFilter()
+        k = k or self.settings.retrieval.k
+        log = RunLog()
+        catalogue = self.papers()
+        with log.run("transform", "glossary"):
+            asked = expand(query)  # Chinese research vocabulary in English, for BM25 over English papers
+        locator = self.locator(catalogue)
+        with log.run("router", "rules" if route is None else route.source) as info:
+            # One location serves the route, the words that named the paper and the survey's paper ranking.
+            location = locator.locate(asked)
+            route = route or RuleRouter(locator).route_located(asked, location)
+            info["intent"] = route.intent.value
+        wanted = list(scope.doc_ids or [])
+        cats = list(scope.categories or [])
+        if cats:
+            route = route.model_copy(update={"target_section_category": [c.name for c in cats]})
+        notes: list[str] = []
+        if not wanted and not route.doc_ids and previous is not None and points_back(query):
+            wanted = [previous[0]]
+            notes.append(f"Follow-up: staying on {previous[1]!r}.")
+        track: Track
+        if wanted:
+            track, papers = ("A" if len(wanted) == 1 else "B"), wanted
+        elif len(route.doc_ids) > 1:
+            track, papers = "B", list(route.doc_ids)  # several papers named: compare exactly those
+        elif route.doc_ids:
+            track, papers = "A", [route.doc_ids[0]]
+        elif route.intent == Intent.SPECIFIC_PAPER:
+            track, papers = "NONE", []
+            waiting = self.waiting_for_repair(asked)
+            if waiting is not None:
+                notes.append(
+                    f"{waiting.title!r} is in the knowledge base but cannot be searched until it is repaired (an "
+                    "interrupted ingest or a damaged store): run `paperscope check --repair`, or ingest its file again."
+                )
+            else:
+                named = ", ".join(route.not_found) or "the paper the question describes"
+                notes.append(f"No paper in the knowledge base matches {named}; the closest passages are shown instead.")
+        else:
+            track, papers = "B", []
+
+        prefer = route.categories
+        hard = scope.model_copy(update={"doc_ids": None})  # papers are the track's; sections and years stay
+        if track == "A":
+            identifying = location.identifying_words if papers == location.named[:1] else []
+            chunks = self._passages(asked, papers, prefer, k, identifying, hard, log)
+        else:
+            chunks = self._survey(asked, papers, location, prefer, k, hard, log)
+        if track == "B" and chunks and _coverage(asked, chunks) < WEAK_COVERAGE:
+            notes.append("The papers in the knowledge base do not seem to answer this; the closest passages follow.")
+            track = "NONE"
+        found = papers if track == "A" else list(dict.fromkeys(h.doc_id for h in chunks))
+        return Retrieval(
+            query=query,
+            chunks=chunks,
+            track=track,
+            route=route,
+            doc_ids=found,
+            notes=notes,
+            n_papers=len(catalogue),
+            models=self.models(),
+            operators=log.runs,
+        )
+
+    # --- the building blocks the agent's tools call -------------------------------------------------------------
+
+    def search(self, query: str, scope: SearchFilter | None = None, k: int | None = None) -> Retrieval:
+        """The best passages of the papers in scope (all papers when none): every section competes, those the
+        question asks about lead (`search_by_section`; `retrieve --paper ID` gives the same citations)."""
+        check_question(query)
+        scope = scope or SearchFilter()
+        k = k or self.settings.retrieval.k
+        log = RunLog()
+        asked = expand(query)
+        wanted = list(scope.doc_ids or [])
+        identifying: list[str] = []
+        if len(wanted) == 1:
+            location = self.locator().locate(asked)
+            identifying = location.identifying_words if wanted == location.named[:1] else []
+        cats = list(scope.categories or [])
+        prefer = cats or [SectionCategory[c] for c in section_cues(asked)]
+        hard = scope.model_copy(update={"doc_ids": None})
+        chunks = self._passages(asked, wanted, prefer, k, identifying, hard, log)
+        track: Track = "A" if len(wanted) == 1 else "B"
+        doc_ids = list(dict.fromkeys(h.doc_id for h in chunks))
+        return Retrieval(
+            query=query, chunks=chunks, track=track, doc_ids=doc_ids, models=self.models(), operators=log.runs
+        )
+
+    def find_papers(self, query: str, k: int = 5) -> list[tuple[StoredChunk, float]]:
+        """The papers a topic or a name points at (`search_abstracts`): each paper's abstract chunk and its score.
+
+        The catalogue's view first (a paper named by its title, short name, acronym or authors leads); papers only
+        the abstract search found follow, their scores kept below the located ones.
+        """
+        asked = expand(query)
+        hits = self.retriever.search(self.store, asked, SearchFilter(categories=[SectionCategory.ABSTRACT]), k * 3)
+        best: dict[str, StoredChunk] = {}
+        for h in hits:
+            best.setdefault(h.doc_id, h)
+        top = max((h.score or 0.0 for h in hits), default=0.0) or 1.0
+        score = {d: (h.score or 0.0) / top for d, h in best.items()}
+        located = {c.doc_id: c.score for c in self.locator().locate(asked, k=k).candidates if c.score > 0}
+        floor = min(located.values(), default=1.0)
+        score = {**{d: 0.99 * floor * v for d, v in score.items()}, **located}
+        order = sorted(score, key=lambda d: -score[d])
+        return [(c, score[d]) for d in order[:k] if (c := best.get(d) or self._abstract(d)) is not None]
+
+    def window(self, doc_id: str, chunk_index: int, window: int = 1) -> list[StoredChunk]:
+        """Chunks chunk_index-window .. chunk_index+window of a paper, in order (`get_context_window`)."""
+        return self.store.get_context_window(validate_doc_id(doc_id), chunk_index, window)
+
+    def introduction(self, doc_id: str, max_tokens: int | None = None) -> list[StoredChunk]:
+        """The paper's Introduction, first ~500 tokens (else its Abstract) (`get_paper_introduction`)."""
+        tokens = max_tokens or max(1, self.settings.retrieval.intro_tokens)
+        return introduction(self.store, validate_doc_id(doc_id), tokens)
+
+    def context(self, retrieval: Retrieval) -> tuple[str, list[Evidence]]:
+        """The evidence of a retrieval as an answer reads it: windows, Introductions, numbered [1], [2], ...;
+        the window operator joins the retrieval's `operators`."""
+        r = self.settings.retrieval
+        log = RunLog()
+        with log.run("postprocessor", "window", window=r.window, token_budget=r.token_budget) as info:
+            papers = assemble(
+                self.store,
+                retrieval.chunks,
+                window=r.window,
+                token_budget=r.token_budget,
+                intro_tokens=r.intro_tokens,
+                with_introduction=r.intro_tokens > 0,
+            )
+            text, evidence = format_context(papers)
+            info["evidence"] = len(evidence)
+        retrieval.operators.extend(log.runs)
+        return text, evidence
+
+    # --- policies ------------------------------------------------------------------------------------------
+
+    def _abstract(self, doc_id: str) -> StoredChunk | None:
+        """The first abstract chunk of a paper (its first chunk when it has no abstract)."""
+        found = self.store.get_section(doc_id, SectionCategory.ABSTRACT, max_tokens=1)
+        found = found or self.store.get_context_window(doc_id, 0, 0)
+        return found[0] if found else None
+
+    def _candidates(self, query: str, search_filter: SearchFilter, n: int, log: RunLog) -> list[StoredChunk]:
+        """The retriever's hits for a query, reference lists left out unless it asks about citations."""
+        with log.run("retriever", self.retriever.name) as info:
+            hits = self.retriever.search(self.store, query, search_filter, n + REFERENCE_SLACK)
+            info["hits"] = len(hits)
+        with log.run("postprocessor", "references") as info:
+            kept = drop_references(query, hits, n)
+            info["kept"] = len(kept)
+        return kept
+
+    def _passages(
+        self,
+        query: str,
+        doc_ids: Sequence[str],
+        prefer: Sequence[SectionCategory],
+        k: int,
+        identifying: Sequence[str],
+        scope: SearchFilter,
+        log: RunLog,
+    ) -> list[StoredChunk]:
+        """Track A (and the agent's passage search): every section of the papers in scope competes."""
+        with log.run("transform", "focus", identifying=list(identifying)):
+            text = inflect(focus(query, list(identifying)))
+        within = SearchFilter(**{**scope.model_dump(), "doc_ids": list(doc_ids) or None})
+        n = self.settings.retrieval.candidates
+        hits = self._candidates(text, within, n, log)
+        if not hits and text != query:
+            hits = self._candidates(query, within, n, log)
+        return self._rank(hits, prefer, k, log)
+
+    def _rank(
+        self, hits: list[StoredChunk], prefer: Sequence[SectionCategory], k: int, log: RunLog
+    ) -> list[StoredChunk]:
+        """Section preference, MMR, then neighbours of a pick give way; the best k."""
+        if not hits:
+            return []
+        r = self.settings.retrieval
+        with log.run("postprocessor", "sections", prefer=[c.name for c in prefer]):
+            values = section_values(hits, prefer)
+        with log.run("postprocessor", "mmr", mmr_lambda=r.mmr_lambda):
+            ranked = diversify(self.store.embedder, hits, values, r.mmr_lambda)
+        with log.run("postprocessor", "spread", window=r.window):
+            return spread(ranked, k, r.window)
+
+    def _survey(
+        self,
+        query: str,
+        doc_ids: list[str],
+        location: Location,
+        prefer: Sequence[SectionCategory],
+        k: int,
+        scope: SearchFilter,
+        log: RunLog,
+    ) -> list[StoredChunk]:
+        """Track B: the papers that answer best (catalogue evidence and their passages), a passage each; a
+        paper that clearly leads the others gives more."""
+        r = self.settings.retrieval
+        text = survey_focus(query)
+        within = SearchFilter(**{**scope.model_dump(), "doc_ids": doc_ids or None})
+        hits = self._candidates(text, within, max(r.candidates, 3 * r.survey_papers * 4), log)
+        if not hits:
+            return []
+        quiet = RunLog()  # each paper's passages go through the same postprocessors: reported once, here
+        with log.run("postprocessor", "survey") as info:
+            scores = {c.doc_id: c.score for c in location.candidates}
+            quota = survey_quota(hits, scores, max(r.survey_papers, k), r.per_paper if doc_ids else 1)
+            order = list(quota)
+            by_paper: dict[str, list[StoredChunk]] = {}
+            for h in hits:
+                by_paper.setdefault(h.doc_id, []).append(h)
+            picked: list[StoredChunk] = []
+            for d in order:
+                picked += self._rank(by_paper[d], prefer, quota[d], quiet)[: quota[d]]
+            # Leftover slots (fewer papers than k): the next best passages of the leading papers.
+            for d in order:
+                if len(picked) >= k:
+                    break
+                rest = [h for h in self._rank(by_paper[d], prefer, k, quiet) if h not in picked]
+                picked += rest[: k - len(picked)]
+            info["papers"] = len(order)
+        return picked[:k]
+
+
+def _coverage(query: str, hits: Sequence[StoredChunk]) -> float:
+    """Share of the question's meaningful words that the passages found contain."""
+    wanted = [w for w in dict.fromkeys(content_words(survey_focus(query))) if len(w) >= 4]
+    if not wanted:
+        return 1.0
+    found = " ".join(h.text.lower() for h in hits)
+    return sum(1 for w in wanted if w in found) / len(wanted)
