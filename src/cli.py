@@ -14,6 +14,7 @@ import typer
 from rich.tree import Tree
 
 from . import terminal
+from .backend_logs import quiet_backend_loggers
 from .errors import ConfigError, PaperscopeError
 from .terminal import markup
 
@@ -53,14 +54,6 @@ def _root() -> None:
         log.addHandler(_Warnings(logging.WARNING))
 
 
-def _quiet_milvus() -> None:
-    """pymilvus and Milvus Lite log tracebacks of failures the store reports as one line itself."""
-    from .rag import store  # noqa: F401  (pymilvus configures its loggers when imported)
-
-    for name in ("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer", "milvus_lite"):
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
 def _fail(exc: Exception) -> typer.Exit:
     err_console.print(f"[red]error:[/red] {markup(exc)}", soft_wrap=True)
     return typer.Exit(code=1)
@@ -73,7 +66,7 @@ def _write_json(data: str) -> None:
 
 def _open(settings: Settings, *, create: bool = False) -> PaperStore:
     """The knowledge base of `settings`; reading commands never create one (create=False)."""
-    _quiet_milvus()
+    quiet_backend_loggers()
     from .rag.store import PaperStore
 
     try:
@@ -209,7 +202,7 @@ def ingest(
             "repair; run `paperscope check --repair`",
             soft_wrap=True,
         )
-    _quiet_milvus()
+    quiet_backend_loggers()
     bars = _progress(quiet=as_json)
     overall = bars.add_task("files", total=None)
     current = bars.add_task("", total=None, visible=False)
