@@ -92,7 +92,8 @@ def parse(
 
     try:
         settings = load_settings(chunking={"strategy": strategy})
-        paper = parse_file(file, title=title)
+        limits = settings.parsing
+        paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
         opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
     except (PaperscopeError, ValidationError) as exc:

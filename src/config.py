@@ -41,6 +41,11 @@ class ParsingSettings(_Part):
     use_outline: bool = Field(
         True, description="Use the PDF outline (bookmarks) for headings when it matches the text."
     )
+    # The defaults are the parser's own (parser/pdf.py MAX_PAGES, parser/markdown.py MAX_TEXT_BYTES).
+    max_pages: int = Field(500, ge=1, description="Most pages a PDF may have; a longer one fails.")
+    max_text_bytes: int = Field(
+        20_000_000, ge=1, description="Largest Markdown or text file read, in bytes (20 MB); a larger one fails."
+    )
 
 
 class ChunkingSettings(_Part):

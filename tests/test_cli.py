@@ -268,10 +268,10 @@ def test_ctrl_c_during_ingest_says_what_was_kept(tmp_path: Path, monkeypatch: py
     files[1].write_text(small_paper("A Paper On Moths", "moths"))
     real_parse = ingest_module.parse_file
 
-    def parse_then_ctrl_c(path: Path) -> object:
+    def parse_then_ctrl_c(path: Path, **limits: int) -> object:
         if path.name == "b.md":
             raise KeyboardInterrupt  # the user presses Ctrl-C while the second file is parsed
-        return real_parse(path)
+        return real_parse(path, **limits)
 
     monkeypatch.setattr(ingest_module, "parse_file", parse_then_ctrl_c)
     result = CliRunner().invoke(app, ["ingest", *map(str, files)])
@@ -442,3 +442,16 @@ def test_ingest_papers_and_ask_print_nothing_of_grpc(tmp_path: Path) -> None:
     assert re.findall(r"<<rc=(\d+)>>", out) == ["0", "0", "0"], out
     assert "A Paper On Moss" in out
     assert "GOAWAY" not in out and "too_many_pings" not in out and not GRPC_LINE.search(out), out
+
+
+def test_a_text_file_over_the_size_limit_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_PARSING__MAX_TEXT_BYTES", "100")
+    big = tmp_path / "big.md"
+    big.write_text(small_paper("A Paper Too Long For The Limit", "limits"))
+    result = CliRunner().invoke(app, ["parse", str(big)])
+    assert result.exit_code == 1
+    size = big.stat().st_size
+    assert result.stderr == (
+        f"error: big.md: too large for a text file ({size:,} bytes > 100; the limit is "
+        "PAPERSCOPE_PARSING__MAX_TEXT_BYTES)\n"
+    )

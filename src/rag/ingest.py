@@ -239,7 +239,8 @@ def _ingest_file(
     wrote = False
     try:
         report("parsing")
-        paper = parse_file(path)
+        limits = settings.parsing
+        paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
         report("chunking")
         options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
         chunks = chunk_paper(paper, store.embedder.token_counter, settings.chunking.strategy, options)

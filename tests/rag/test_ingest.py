@@ -11,7 +11,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from paperscope.config import Settings
+from paperscope.config import Settings, load_settings
 from paperscope.parser import parse_file
 from paperscope.rag.chunking import chunk_paper
 from paperscope.rag.embeddings import CachedEmbedder, make_embedder
@@ -359,3 +359,43 @@ def test_a_title_longer_than_the_store_keeps_is_cut_with_a_warning(store: PaperS
     assert result.status == "ingested"
     assert result.warnings == ["long-title.md: the title is longer than the store keeps (2,048 bytes); it was cut"]
     assert len(store.get_paper(result.doc_id).title.encode()) <= 2048  # type: ignore[arg-type,union-attr]
+
+
+def test_a_text_file_over_the_size_limit_fails_alone_and_the_store_is_left_as_it_was(
+    store: PaperStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = ingest([write(tmp_path / "kept.md", small_paper("A Paper Kept Before", "lichen"))], store.settings, store)
+    papers, chunks = len(store.list_papers()), store.count_chunks(kind=None)
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(store.settings.home))
+    monkeypatch.setenv("PAPERSCOPE_PARSING__MAX_TEXT_BYTES", "2000")
+    settings = load_settings()
+    assert settings.parsing.max_text_bytes == 2000
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    big = write(folder / "big.txt", small_paper("A Paper Too Long", "tides " * 400))
+    write(folder / "good.md", small_paper("A Good Paper On Soil", "soil carbon"))
+    results = by_name(ingest([folder], settings, store).files)
+    size = big.stat().st_size
+    assert size > 2000 and results["big.txt"].status == "failed"
+    assert results["big.txt"].error == (
+        f"big.txt: too large for a text file ({size:,} bytes > 2,000; the limit is PAPERSCOPE_PARSING__MAX_TEXT_BYTES)"
+    )
+    assert results["good.md"].status == "ingested"
+    assert before.files[0].status == "ingested"
+    assert sorted(p.title for p in store.list_papers()) == ["A Good Paper On Soil", "A Paper Kept Before"]
+    assert len(store.list_papers()) == papers + 1
+    assert store.count_chunks(kind=None) == chunks + results["good.md"].chunks
+    assert_consistent(store)
+
+
+def test_the_parsing_limits_default_to_the_parser_s_own() -> None:
+    from paperscope.config import ParsingSettings
+    from paperscope.parser.markdown import MAX_TEXT_BYTES
+    from paperscope.parser.pdf import MAX_PAGES
+
+    assert (ParsingSettings().max_pages, ParsingSettings().max_text_bytes) == (MAX_PAGES, MAX_TEXT_BYTES)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
