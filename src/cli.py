@@ -20,6 +20,7 @@ from .terminal import markup
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from rich.table import Table
 
     from .agent.answer import Answer
     from .config import Settings
@@ -213,7 +214,7 @@ def ingest(
             bars.advance(overall)
             bars.update(current, visible=False)
             return
-        label = f"  {markup(path.name)}: {stage}"
+        label = f"  {markup(terminal.one_line(path.name))}: {stage}"
         bars.update(current, description=label, completed=done, total=total or None, visible=True)
 
     try:
@@ -234,33 +235,24 @@ def ingest(
 
 
 def _print_ingest(report: IngestReport, kb: str) -> None:
-    """The ingest table on a terminal; one plain line per file when piped (nothing cut to fit a width)."""
-    from rich.table import Table
+    """The ingest table on a terminal that fits it, with each failure's reason on its own line under it.
 
-    colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
-    if console.is_terminal:
-        table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
-        table.add_column("file", no_wrap=True, min_width=12)
-        table.add_column("status", no_wrap=True, min_width=9)
-        for col in ("pages", "chunks", "seconds"):
-            table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
-        table.add_column("title / error", overflow="fold" if report.failed else "ellipsis", no_wrap=not report.failed)
-        for f in report.files:
-            table.add_row(
-                terminal.text(Path(f.path).name),
-                terminal.text(f.status, colours[f.status]),
-                str(f.pages or ""),
-                str(f.chunks or ""),
-                f"{f.seconds:.1f}",
-                terminal.text(_detail(f)),
-            )
+    Piped, or on a terminal too narrow for the table or reporting no size (0x0, COLUMNS=0): one plain line
+    per file, nothing cut to fit a width.
+    """
+    table = _ingest_table(report, kb)
+    if (terminal.reported_columns(console) or 0) >= _least_width(table):
         console.print(table)
+        for f in report.failed:
+            # Under the table, not in a cell: a reason is shown whole at any width (the terminal wraps it).
+            reason = terminal.text(f"  {terminal.one_line(f.error)}")
+            console.print(terminal.text("failed", "red") + reason, soft_wrap=True)
     else:
         for f in report.files:
             detail = _detail(f)
             line = f"{f.status:<9}  {Path(f.path).name}  {f.pages} pages  {f.chunks} chunks  {f.seconds:.1f} s"
             line += f"  {detail}" if detail else ""
-            console.print(terminal.text(line), soft_wrap=True)
+            console.print(terminal.text(terminal.one_line(line)), soft_wrap=True)
     for f in report.files:
         for warning in f.warnings:
             err_console.print(f"[yellow]warning:[/yellow] {markup(warning)}", soft_wrap=True)
@@ -278,6 +270,35 @@ def _print_ingest(report: IngestReport, kb: str) -> None:
     flat = [Path(f.path).name for f in report.files if not f.structure_found]
     if flat:
         console.print(f"[yellow]structure: none found[/yellow] in {markup(', '.join(flat))}: {NO_STRUCTURE}")
+
+
+def _ingest_table(report: IngestReport, kb: str) -> Table:
+    """file, status, pages, chunks, seconds, title; long file names and titles wrap."""
+    from rich.table import Table
+
+    colours = {"ingested": "green", "replaced": "yellow", "unchanged": "dim", "failed": "red"}
+    table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
+    table.add_column("file", overflow="fold", min_width=12)
+    table.add_column("status", no_wrap=True, min_width=9)
+    for col in ("pages", "chunks", "seconds"):
+        table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    # Both wrap: a column that may not wrap takes its full width and squeezes the others to nothing.
+    table.add_column("title", overflow="fold", min_width=12)
+    for f in report.files:
+        table.add_row(
+            terminal.text(Path(f.path).name),
+            terminal.text(f.status, colours[f.status]),
+            str(f.pages or ""),
+            str(f.chunks or ""),
+            f"{f.seconds:.1f}",
+            terminal.text("" if f.status == "failed" else _detail(f)),
+        )
+    return table
+
+
+def _least_width(table: Table) -> int:
+    """Columns `table` needs to show every column at its minimum width: each cell's padding and border too."""
+    return sum(c.min_width or 1 for c in table.columns) + 3 * len(table.columns) + 1
 
 
 def _detail(f: FileResult) -> str:
