@@ -219,7 +219,7 @@ def ingest(
 
     try:
         with bars:
-            bars.update(overall, total=len(discover(paths)[0]))
+            bars.update(overall, total=len(discover(paths).files))
             report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
     except PaperscopeError as exc:
         raise _fail(exc) from None
@@ -256,6 +256,9 @@ def _print_ingest(report: IngestReport, kb: str) -> None:
     for f in report.files:
         for warning in f.warnings:
             err_console.print(f"[yellow]warning:[/yellow] {markup(warning)}", soft_wrap=True)
+    for left in report.unread:
+        why = terminal.text(f"  {terminal.one_line(left.path)}: {terminal.one_line(left.reason)}")
+        console.print(terminal.text("skipped", "yellow") + why, soft_wrap=True)
     if report.skipped:
         names = ", ".join(Path(p).name for p in report.skipped)
         console.print(

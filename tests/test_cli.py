@@ -455,3 +455,18 @@ def test_a_text_file_over_the_size_limit_is_a_one_line_error(tmp_path: Path, mon
         f"error: big.md: too large for a text file ({size:,} bytes > 100; the limit is "
         "PAPERSCOPE_PARSING__MAX_TEXT_BYTES)\n"
     )
+
+
+def test_ingest_lists_what_a_folder_walk_did_not_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "library"
+    folder.mkdir()
+    (folder / "p.md").write_text(small_paper("A Paper On Kelp", "kelp"))
+    (folder / "gone.pdf").symlink_to(tmp_path / "deleted.pdf")
+    result = CliRunner().invoke(app, ["ingest", str(folder)])
+    assert result.exit_code == 0, result.stderr
+    assert f"skipped  {folder / 'gone.pdf'}: a link to nothing (what it points to does not exist)\n" in result.stdout
+    report = json.loads(CliRunner().invoke(app, ["ingest", str(folder), "--json"]).stdout)
+    assert report["unread"] == [
+        {"path": str(folder / "gone.pdf"), "reason": "a link to nothing (what it points to does not exist)"}
+    ]
