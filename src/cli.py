@@ -55,7 +55,7 @@ def _root() -> None:
         log.addHandler(_Warnings(logging.WARNING))
 
 
-def _fail(exc: Exception) -> typer.Exit:
+def _fail(exc: Exception | str) -> typer.Exit:
     err_console.print(f"[red]error:[/red] {markup(exc)}", soft_wrap=True)
     return typer.Exit(code=1)
 
@@ -98,7 +98,7 @@ def parse(
         opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
     except (PaperscopeError, ValidationError) as exc:
-        raise _fail(exc) from None
+        raise _fail(str(exc).replace(file.name, terminal.one_line(file.name))) from None  # a newline in the name
     body = [c for c in chunks if c.kind == "chunk"]
     if as_json:
 
@@ -147,7 +147,8 @@ def parse(
         nodes[s.id] = (parent or tree).add(label)
     console.print(tree)
     if not paper.structure_found:
-        console.print(f"[yellow]structure: none found[/yellow] in {markup(file.name)}: {NO_STRUCTURE}", highlight=False)
+        name = markup(terminal.one_line(file.name))
+        console.print(f"[yellow]structure: none found[/yellow] in {name}: {NO_STRUCTURE}", highlight=False)
 
 
 SHORT_ID = 8  # doc_id characters shown in tables
@@ -636,7 +637,7 @@ def evaluate(
     if as_json:
         _write_json(report.model_dump_json(indent=2))
         return
-    table = Table(title=f"eval {markup(file.name)} · {markup(report.mode)} · k={k}")
+    table = Table(title=f"eval {markup(terminal.one_line(file.name))} · {markup(report.mode)} · k={k}")
     table.add_column("set", no_wrap=True)
     table.add_column("n", justify="right")
     for m in METRICS:
@@ -656,7 +657,7 @@ def evaluate(
     for r in errors:
         err_console.print(f"[red]{markup(r.id)}[/red]: {markup(r.error)}", soft_wrap=True)
     if out is not None:
-        console.print(f"report written to {markup(out)}")
+        console.print(f"report written to {markup(terminal.one_line(out))}")
     if errors:
         raise typer.Exit(code=1)
 

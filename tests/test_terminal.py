@@ -299,3 +299,10 @@ def test_a_newline_in_a_file_name_is_shown_escaped_in_the_progress_bar(
     assert re.findall(r"<<rc=(\d+)>>", text) == ["0"], text[-3000:]
     assert re.search(r"a\\x0ab\.pdf: (reading|parsing|chunking|embedding)", text), text[-3000:]  # the progress bar
     assert b"a\nb.pdf" not in out and b"a\r\nb.pdf" not in out  # never a raw newline inside the name
+
+
+def test_a_newline_in_a_file_name_is_shown_escaped_by_parse(tmp_path: Path) -> None:
+    named = tmp_path / "a\nb.pdf"
+    named.write_text("not a PDF")
+    result = CliRunner().invoke(app, ["parse", str(named)])
+    assert result.exit_code == 1 and result.stderr == "error: a\\x0ab.pdf: not a PDF (no %PDF header)\n"
