@@ -24,12 +24,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from .backend_logs import LOG_ENV, env_problem
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
 ENV_PREFIX = "PAPERSCOPE_"
-# Read by load_settings itself rather than by the Settings model.
-_OWN_ENV = ("PAPERSCOPE_LLM_MODEL",)
+# Read by load_settings itself rather than by the Settings model, or before settings exist (backend_logs.py).
+_OWN_ENV = ("PAPERSCOPE_LLM_MODEL", LOG_ENV)
 
 
 class _Part(BaseModel):
@@ -39,6 +40,11 @@ class _Part(BaseModel):
 class ParsingSettings(_Part):
     use_outline: bool = Field(
         True, description="Use the PDF outline (bookmarks) for headings when it matches the text."
+    )
+    # The defaults are the parser's own (parser/pdf.py MAX_PAGES, parser/markdown.py MAX_TEXT_BYTES).
+    max_pages: int = Field(500, ge=1, description="Most pages a PDF may have; a longer one fails.")
+    max_text_bytes: int = Field(
+        20_000_000, ge=1, description="Largest Markdown or text file read, in bytes (20 MB); a larger one fails."
     )
 
 
@@ -221,6 +227,8 @@ def load_settings(**parts: dict[str, Any]) -> Settings:
     """
     for name in unknown_env(os.environ):
         log.warning("unknown setting %s is ignored%s", name, _hint(name))
+    if problem := env_problem():
+        log.warning("%s", problem)
     try:
         settings = Settings()
     except SettingsError as exc:

@@ -240,9 +240,13 @@ class CitationStream:
                 depth, last_open = depth + 1, i
             elif ch in "])" and depth:
                 depth -= 1
-            elif ch.isspace() and depth == 0 and (i == 0 or not buffer[i - 1].isspace()):
-                if not _AFTER_CITATION.search(buffer, 0, i):  # another citation may join this one's run
-                    gaps.append(i)
+            elif (
+                ch.isspace()
+                and depth == 0
+                and (i == 0 or not buffer[i - 1].isspace())
+                and not _AFTER_CITATION.search(buffer, 0, i)  # another citation may join this one's run
+            ):
+                gaps.append(i)
         if depth and len(buffer) - last_open > 400:
             cut = len(buffer)  # an unclosed bracket this long is no citation: let it through
         else:

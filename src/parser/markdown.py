@@ -15,20 +15,32 @@ from .models import Paper
 from .structure import Heading, Item, Text, assemble
 from .text import normalize
 
+#: Largest file read (bytes): the whole text is held in memory several times over while it is parsed.
+MAX_TEXT_BYTES = 20_000_000
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
 
 
-def parse_markdown(source: str | Path, *, title: str | None = None) -> Paper:
+def parse_markdown(source: str | Path, *, title: str | None = None, max_bytes: int = MAX_TEXT_BYTES) -> Paper:
     """Parse Markdown given as a path or as the text itself.
 
     A single leading `#` heading is the title and `##` the top-level sections;
     otherwise the shallowest heading depth is the top level. YAML front matter may
-    give title, authors, year, venue and arxiv.
+    give title, authors, year, venue and arxiv. A file over `max_bytes` is refused.
     """
     path: Path | None = None
     if isinstance(source, Path) or (len(source) < 4096 and "\n" not in source and Path(source).is_file()):
         path = Path(source)
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise ParseError(path, f"cannot read: {exc.strerror or exc}") from exc
+        if size > max_bytes:
+            raise ParseError(
+                path,
+                f"too large for a text file ({size:,} bytes > {max_bytes:,}; "
+                "the limit is PAPERSCOPE_PARSING__MAX_TEXT_BYTES)",
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -58,6 +58,7 @@ from .chunking import Chunk
 from .embeddings import Embedder, make_embedder
 from .filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
 from .identity import Identity, identity_of, paper_identity
+from .writable import read_only_problem
 
 # pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
 # `MILVUS_URI=/path/kb.db` (a Lite file, which paperscope reads itself) would end in a traceback.
@@ -295,6 +296,8 @@ def lite_problem(path: str) -> str:
             f"{data} is not a Milvus Lite data directory (a file is in its place, e.g. from an older Milvus Lite); "
             "move it aside and ingest again"
         )
+    if read_only := read_only_problem(data):  # fails to open like damaged data (see writable.py)
+        return read_only
     lock = data / "LOCK"
     try:
         import fcntl
