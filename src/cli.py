@@ -95,12 +95,17 @@ def parse(
     from .config import load_settings
     from .parser import parse_file
     from .rag.chunking import ChunkOptions, chunk_paper
+    from .rag.embeddings import make_embedder
     from .rag.tokens import local_token_counter
 
     try:
         settings = load_settings(chunking={"strategy": strategy})
         paper = parse_file(file, title=title)
-        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
+
+        def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
+            return make_embedder(settings.embedding.model, settings.embedding.batch_size).embed_documents(texts)
+
+        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embed)
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
     except (PaperscopeError, ValidationError) as exc:
         raise _fail(exc) from None

@@ -241,7 +241,9 @@ def _ingest_file(
         report("parsing")
         paper = parse_file(path)
         report("chunking")
-        options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
+        options = ChunkOptions(
+            **settings.chunking.model_dump(exclude={"strategy"}), embed=store.embedder.embed_documents
+        )
         chunks = chunk_paper(paper, store.embedder.token_counter, settings.chunking.strategy, options)
         if not any(c.kind == "chunk" for c in chunks):
             raise ParseError(path, "no text to index after parsing")
