@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -65,6 +66,8 @@ def rerank(
     scores = reranker.score(query, [text_of(item) for item in items])
     if len(scores) != len(items):
         raise RerankError(f"reranker {reranker.name}: {len(scores)} scores for {len(items)} passages")
+    if not all(math.isfinite(s) for s in scores):
+        raise RerankError(f"reranker {reranker.name}: a score is not a finite number ({scores})")
     ranked = sorted(zip(items, scores, strict=True), key=lambda pair: -pair[1])
     return ranked if top_n is None else ranked[:top_n]
 

@@ -306,3 +306,22 @@ def test_rerank_of_nothing_calls_nobody() -> None:
     model = ScriptedChatModel([])
     assert rerank(LLMReranker(model), "q", [], str) == []
     assert rerank(LLMReranker(model), "q", ["a"], str, top_n=0) == []
+
+
+class _Broken:
+    name, provider, model = "broken", "test", None
+
+    def __init__(self, scores: list[float]) -> None:
+        self.scores = scores
+        self.notes: list[str] = []
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        return self.scores
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"), [([1.0], "1 scores for 2 passages"), ([1.0, math.nan], "not a finite")]
+)
+def test_rerank_refuses_scores_that_do_not_fit(scores: list[float], expected: str) -> None:
+    with pytest.raises(RerankError, match=f"reranker broken: .*{expected}"):
+        rerank(_Broken(scores), "q", ["a", "b"], str)
