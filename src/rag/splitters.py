@@ -147,6 +147,7 @@ def token(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]
             end = max(end, start + 1)
             if end < len(spans):  # back to the last word start inside the window, if there is one
                 end = next((k for k in range(end, start, -1) if opens_word[k]), end)
+            used = sum(weights[start:end])
             build.add(section, header, _Draft(_window_pieces(paragraphs, text, starts, spans[start:end], used)))
             if end >= len(spans):
                 break
