@@ -112,13 +112,18 @@ def parse(
     from .config import load_settings
     from .parser import parse_file
     from .rag.chunking import ChunkOptions, chunk_paper
+    from .rag.embeddings import make_embedder
     from .rag.tokens import local_token_counter
 
     try:
         settings = load_settings(chunking={"strategy": strategy})
         limits = settings.parsing
         paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
-        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
+
+        def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
+            return make_embedder(settings.embedding.model, settings.embedding.batch_size).embed_documents(texts)
+
+        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embed)
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
     except (PaperscopeError, ValidationError) as exc:
         raise _fail(str(exc).replace(file.name, terminal.one_line(file.name))) from None  # a newline in the name

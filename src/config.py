@@ -50,12 +50,21 @@ class ParsingSettings(_Part):
 
 class ChunkingSettings(_Part):
     strategy: str = Field(
-        "recursive", description="Chunker: recursive, sliding_window, markdown, simple, parent_child."
+        "recursive",
+        description="Chunker: recursive, sliding_window, markdown, simple, parent_child, sentence, token, "
+        "semantic (needs the embedding model) or code.",
     )
     chunk_size: int = Field(200, ge=16, le=8192, description="Target chunk size in embedding-model tokens.")
     overlap: int = Field(32, ge=0, le=1024, description="Tokens repeated when a paragraph is split across chunks.")
     parent_size: int = Field(2000, ge=64, description="parent_child: parent size in tokens.")
     child_size: int = Field(300, ge=16, description="parent_child: child size in tokens (capped by the model window).")
+    breakpoint_percentile: float = Field(
+        90.0,
+        ge=0.0,
+        le=100.0,
+        description="semantic: cut where neighbouring sentences are further apart (by embedding) than this "
+        "percentile of the paper's neighbours (higher = fewer, larger chunks).",
+    )
 
 
 class EmbeddingSettings(_Part):

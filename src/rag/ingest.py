@@ -359,7 +359,9 @@ def _ingest_file(
         limits = settings.parsing
         paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
         report("chunking")
-        options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
+        options = ChunkOptions(
+            **settings.chunking.model_dump(exclude={"strategy"}), embed=store.embedder.embed_documents
+        )
         chunks = chunk_paper(paper, store.embedder.token_counter, settings.chunking.strategy, options)
         if not any(c.kind == "chunk" for c in chunks):
             raise ParseError(path, "no text to index after parsing")
