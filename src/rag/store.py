@@ -57,7 +57,7 @@ from ..parser.models import Paper, Section, SectionCategory
 from .chunking import Chunk
 from .embeddings import Embedder, make_embedder
 from .filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
-from .identity import Identity, identity_of, paper_identity
+from .identity import alias_rows, identity_of, paper_identity, search_text
 
 # pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
 # `MILVUS_URI=/path/kb.db` (a Lite file, which paperscope reads itself) would end in a traceback.
@@ -226,16 +226,6 @@ class PaperRecord(BaseModel):
     def ready(self) -> bool:
         """True once every chunk of the paper is stored."""
         return self.status == STATUS_READY
-
-
-def _alias_rows(ident: Identity) -> list[list[Any]]:
-    return [[a.text, a.kind, a.weight] for a in ident.aliases]
-
-
-def _search_text(title: str, ident: Identity, abstract: str) -> str:
-    """What BM25 paper search reads: the title, every alias (authors included) and the abstract."""
-    text = "\n".join([title, " ; ".join(a.text for a in ident.aliases if a.kind != "year"), abstract])
-    return _clip(text, "search_text")
 
 
 def _bm25_params() -> dict[str, Any]:
@@ -503,8 +493,10 @@ class PaperStore:
                 r.setdefault("sources", [r["source"]] if r.get("source") else [])
                 if "aliases" not in r:
                     ident = identity_of(r.get("title", ""), r.get("abstract", ""), list(r.get("authors") or []))
-                    r["aliases"] = _alias_rows(ident)
-                    r["search_text"] = _search_text(r.get("title", ""), ident, r.get("abstract", ""))
+                    r["aliases"] = alias_rows(ident)
+                    r["search_text"] = _clip(
+                        search_text(r.get("title", ""), ident, r.get("abstract", "")), "search_text"
+                    )
                 batch.append(r)
             self._client.insert(tmp, batch)
         self._client.flush(tmp)
@@ -818,8 +810,8 @@ class PaperStore:
             "sections": [s.model_dump(mode="json") for s in paper.sections],
             "status": STATUS_INGESTING,
             "ingested_at": int(time.time()),
-            "aliases": _alias_rows(ident),
-            "search_text": _search_text(paper.title, ident, paper.abstract),
+            "aliases": alias_rows(ident),
+            "search_text": _clip(search_text(paper.title, ident, paper.abstract), "search_text"),
             "vector": paper_vector,
         }
         id_filter = f"doc_id == {quote_string(doc_id)}"
