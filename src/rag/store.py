@@ -58,6 +58,7 @@ from .chunking import Chunk
 from .embeddings import Embedder, make_embedder
 from .filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
 from .identity import Identity, identity_of, paper_identity
+from .kb_settings import created_properties
 
 # pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
 # `MILVUS_URI=/path/kb.db` (a Lite file, which paperscope reads itself) would end in a traceback.
@@ -512,7 +513,8 @@ class PaperStore:
         self._client.rename_collection(tmp, self.papers_name)
 
     def _properties(self, dim: int, name: str) -> dict[str, str]:
-        return {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION}
+        props = {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION}
+        return props | created_properties(self.settings, name, dim)  # the kb's settings, saved at creation
 
     def _check_collection(self, collection: str) -> list[str]:
         """Refuse a collection built with another embedder or holding another schema; returns the fields a
