@@ -11,6 +11,7 @@ from . import terminal
 from .rag.kb_settings import KbSettings
 from .settings_layers import LayeredSettings
 from .terminal import markup
+from .user_config import user_file
 
 _COLOURS = {"default": "dim", "env": "cyan", "user": "green", "kb": "magenta", "request": "yellow"}
 
@@ -25,8 +26,8 @@ def shown(value: Any) -> str:
 def settings_table(layered: LayeredSettings, kb: KbSettings | None) -> Table:
     """One row per setting: name, value (secrets masked), source, and the variable/file/kb it came from."""
     user = layered.layer("user")
-    title = f"settings · user file {user.label.removeprefix('the user file ') if user else '?'}"
-    if user is not None and not user.values:
+    title = f"settings · user file {user_file(layered.settings.home)}"
+    if user is None or not user.values:
         title += " (none set)"
     if kb is not None:
         model = f"{kb.embedding_model} (dim {kb.dim})" if kb.dim else str(kb.embedding_model)

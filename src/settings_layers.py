@@ -68,13 +68,6 @@ def setting_names() -> list[str]:
     return names
 
 
-def describe(name: str) -> str:
-    """The description of a setting (its Field's), for tables and errors."""
-    part, _, sub = name.partition(".")
-    info = _parts()[part].model_fields[sub] if sub else Settings.model_fields[part]
-    return info.description or ""
-
-
 def closest_setting(name: str) -> str | None:
     """The valid dotted name nearest to `name`: by the whole name, else by its last part (`k` -> `retrieval.k`)."""
     names = setting_names()
