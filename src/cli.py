@@ -199,12 +199,15 @@ def _progress(quiet: bool) -> Progress:
     )
 
 
-def _settings(kb: str | None, **parts: dict[str, Any]) -> Settings:
-    from .config import load_settings
+def _settings(kb: str | None, *, store_optional: bool = False, **parts: dict[str, Any]) -> Settings:
+    """Settings of every layer for knowledge base `kb`: these flags (`parts`) > the kb's own settings > the user
+    file > the environment > defaults. `store_optional`: an unreachable store leaves out the kb layer (doctor)."""
+    from .rag.kb_settings import load_kb_layers
 
+    quiet_backend_loggers()
     try:
-        return load_settings(store={"kb": kb}, **parts)
-    except ConfigError as exc:
+        return load_kb_layers({"store": {"kb": kb}, **parts}, ignore_store_errors=store_optional).settings
+    except PaperscopeError as exc:
         raise _fail(exc) from None
 
 
@@ -627,7 +630,9 @@ def evaluate(
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
-    k: Annotated[int, typer.Option("--k", min=1, max=50, help="Sources scored per query.")] = 5,
+    k: Annotated[
+        int | None, typer.Option("--k", min=1, max=50, help="Sources scored per query (default: retrieval.k, 5).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Also write a Markdown report here.")] = None,
 ) -> None:
@@ -639,7 +644,8 @@ def evaluate(
     from .eval.report import LABELS, SHORT, fmt, markdown, summary_rows
     from .eval.runner import EXPLANATIONS, METRICS, run_eval
 
-    settings = _settings(kb, retrieval={"k": max(k, 5)})
+    settings = _settings(kb, retrieval={"k": max(k, 5) if k else None})
+    k = k or settings.retrieval.k
     if no_agent:
         settings.agent.enable_agentic_rag = False
     try:
@@ -719,7 +725,7 @@ def doctor(
     """Check the model endpoint, the embedding model and the Milvus store; exit code 1 when a needed part is broken."""
     from .doctor import run_doctor
 
-    settings = _settings(kb)
+    settings = _settings(kb, store_optional=True)
     report = run_doctor(settings, refresh=refresh)
     if as_json:
         _write_json(json.dumps({"ok": report.ok, **report.model_dump(mode="json")}, indent=2))
@@ -736,6 +742,61 @@ def doctor(
         console.print(f"[bold]{verdict}[/bold]", highlight=False)
     if not report.ok:
         raise typer.Exit(code=1)
+
+
+@app.command("config")
+def config_command(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"NAME": {"value", "source"}} as JSON.')] = False,
+    set_values: Annotated[
+        list[str] | None, typer.Option("--set", help="Keep NAME=VALUE as the --kb knowledge base's own; repeatable.")
+    ] = None,
+    unset: Annotated[
+        list[str] | None, typer.Option("--unset", help="Remove NAME from the --kb knowledge base's own; repeatable.")
+    ] = None,
+) -> None:
+    """Show every setting, its value and where it came from: default, env, user (config.toml), kb, request.
+
+    --set/--unset change the settings kept with one knowledge base (--kb), checked before they are saved.
+    """
+    from .config_view import changes_lines, settings_table
+    from .rag.kb_settings import kb_client, parse_assignment, read_kb_settings, save_overrides
+    from .rag.store import knowledge_bases
+    from .settings_layers import load_layers
+    from .user_config import user_file
+
+    quiet_backend_loggers()
+    try:
+        layered = load_layers({"store": {"kb": kb}})
+        changing = bool(set_values or unset)
+        if changing and kb is None:
+            raise ConfigError(
+                "--set and --unset change the settings of one knowledge base: name it with --kb NAME "
+                f"(settings for all of them go in {user_file(layered.settings.home)})"
+            )
+        assignments = dict(parse_assignment(a) for a in set_values or [])
+        name = layered.settings.store.kb
+        with kb_client(layered.settings) as client:
+            found = read_kb_settings(client, name) if client is not None else None
+            if found is None and kb is not None:
+                others = ", ".join(repr(k) for k in knowledge_bases(client)) if client is not None else ""
+                raise ConfigError(
+                    f"knowledge base {name!r} does not exist (existing: {others or 'none yet'}); "
+                    f"`paperscope ingest PATH --kb {name}` creates it"
+                )
+            if found is not None and changing:
+                after = save_overrides(client, name, assignments, unset or [])
+                for line in changes_lines(after, assignments, unset or [], found):
+                    console.print(markup(line), soft_wrap=True, highlight=False)
+                return
+        if found is not None:
+            layered = layered.with_kb(found.layer())
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _write_json(json.dumps(layered.provenance_json(), ensure_ascii=False, indent=2))
+        return
+    _print_table(settings_table(layered, found))
 
 
 def _print_answer(answer: Answer) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ...errors import StoreError
 from ..identity import alias_rows, identity_of, search_text
+from ..kb_settings import created_properties
 from .base import CONSISTENCY, StoreBase
 from .connection import knowledge_bases
 from .milvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
@@ -163,7 +164,8 @@ class SchemaMixin(StoreBase):
         self._client.rename_collection(tmp, self.papers_name)
 
     def _properties(self, dim: int, name: str) -> dict[str, str]:
-        return {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION}
+        props = {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION}
+        return props | created_properties(self.settings, name, dim)  # the kb's settings, saved at creation
 
     def _check_collection(self, collection: str) -> list[str]:
         """Refuse a collection built with another embedder or holding another schema; returns the fields a
