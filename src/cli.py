@@ -14,11 +14,13 @@ import typer
 from rich.tree import Tree
 
 from . import terminal
+from .backend_logs import quiet_backend_loggers
 from .errors import ConfigError, PaperscopeError
 from .terminal import markup
 
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from rich.table import Table
 
     from .agent.answer import Answer
     from .config import Settings
@@ -54,15 +56,7 @@ def _root() -> None:
         log.addHandler(_Warnings(logging.WARNING))
 
 
-def _quiet_milvus() -> None:
-    """pymilvus and Milvus Lite log tracebacks of failures the store reports as one line itself."""
-    from .rag import store  # noqa: F401  (pymilvus configures its loggers when imported)
-
-    for name in ("pymilvus", "pymilvus.milvus_client", "pymilvus.bulk_writer", "milvus_lite"):
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
-def _fail(exc: Exception) -> typer.Exit:
+def _fail(exc: Exception | str) -> typer.Exit:
     err_console.print(f"[red]error:[/red] {markup(exc)}", soft_wrap=True)
     return typer.Exit(code=1)
 
@@ -75,7 +69,7 @@ def _write_json(data: str) -> None:
 def _open(settings: Settings, *, create: bool = False, warn: bool = False) -> PaperStore:
     """The knowledge base of `settings`; reading commands never create one (create=False). `warn`: say in one line
     when papers listed as ready are missing chunks (see `_warn_damaged`)."""
-    _quiet_milvus()
+    quiet_backend_loggers()
     from .rag.store import PaperStore
 
     try:
@@ -118,15 +112,21 @@ def parse(
     from .config import load_settings
     from .parser import parse_file
     from .rag.chunking import ChunkOptions, chunk_paper
+    from .rag.embeddings import make_embedder
     from .rag.tokens import local_token_counter
 
     try:
         settings = load_settings(chunking={"strategy": strategy})
-        paper = parse_file(file, title=title)
-        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
+        limits = settings.parsing
+        paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
+
+        def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
+            return make_embedder(settings.embedding.model, settings.embedding.batch_size).embed_documents(texts)
+
+        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embed)
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
     except (PaperscopeError, ValidationError) as exc:
-        raise _fail(exc) from None
+        raise _fail(str(exc).replace(file.name, terminal.one_line(file.name))) from None  # a newline in the name
     body = [c for c in chunks if c.kind == "chunk"]
     if as_json:
 
@@ -175,7 +175,8 @@ def parse(
         nodes[s.id] = (parent or tree).add(label)
     console.print(tree)
     if not paper.structure_found:
-        console.print(f"[yellow]structure: none found[/yellow] in {markup(file.name)}: {NO_STRUCTURE}", highlight=False)
+        name = markup(terminal.one_line(file.name))
+        console.print(f"[yellow]structure: none found[/yellow] in {name}: {NO_STRUCTURE}", highlight=False)
 
 
 SHORT_ID = 8  # doc_id characters shown in tables
@@ -198,12 +199,15 @@ def _progress(quiet: bool) -> Progress:
     )
 
 
-def _settings(kb: str | None, **parts: dict[str, Any]) -> Settings:
-    from .config import load_settings
+def _settings(kb: str | None, *, store_optional: bool = False, **parts: dict[str, Any]) -> Settings:
+    """Settings of every layer for knowledge base `kb`: these flags (`parts`) > the kb's own settings > the user
+    file > the environment > defaults. `store_optional`: an unreachable store leaves out the kb layer (doctor)."""
+    from .rag.kb_settings import load_kb_layers
 
+    quiet_backend_loggers()
     try:
-        return load_settings(store={"kb": kb}, **parts)
-    except ConfigError as exc:
+        return load_kb_layers({"store": {"kb": kb}, **parts}, ignore_store_errors=store_optional).settings
+    except PaperscopeError as exc:
         raise _fail(exc) from None
 
 
@@ -232,7 +236,7 @@ def ingest(
             "repair; run `paperscope check --repair`",
             soft_wrap=True,
         )
-    _quiet_milvus()
+    quiet_backend_loggers()
     bars = _progress(quiet=as_json)
     overall = bars.add_task("files", total=None)
     current = bars.add_task("", total=None, visible=False)
@@ -242,12 +246,12 @@ def ingest(
             bars.advance(overall)
             bars.update(current, visible=False)
             return
-        label = f"  {markup(path.name)}: {stage}"
+        label = f"  {markup(terminal.one_line(path.name))}: {stage}"
         bars.update(current, description=label, completed=done, total=total or None, visible=True)
 
     try:
         with bars:
-            bars.update(overall, total=len(discover(paths)[0]))
+            bars.update(overall, total=len(discover(paths).files))
             report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
     except PaperscopeError as exc:
         raise _fail(exc) from None
@@ -263,36 +267,30 @@ def ingest(
 
 
 def _print_ingest(report: IngestReport, kb: str) -> None:
-    """The ingest table on a terminal; one plain line per file when piped (nothing cut to fit a width)."""
-    from rich.table import Table
+    """The ingest table on a terminal that fits it, with each failure's reason on its own line under it.
 
-    colours = {"ingested": "green", "replaced": "yellow", "repaired": "yellow", "unchanged": "dim", "failed": "red"}
-    if console.is_terminal:
-        table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
-        table.add_column("file", no_wrap=True, min_width=12)
-        table.add_column("status", no_wrap=True, min_width=9)
-        for col in ("pages", "chunks", "seconds"):
-            table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
-        table.add_column("title / error", overflow="fold" if report.failed else "ellipsis", no_wrap=not report.failed)
-        for f in report.files:
-            table.add_row(
-                terminal.text(Path(f.path).name),
-                terminal.text(f.status, colours[f.status]),
-                str(f.pages or ""),
-                str(f.chunks or ""),
-                f"{f.seconds:.1f}",
-                terminal.text(_detail(f)),
-            )
+    Piped, or on a terminal too narrow for the table or reporting no size (0x0, COLUMNS=0): one plain line
+    per file, nothing cut to fit a width.
+    """
+    table = _ingest_table(report, kb)
+    if (terminal.reported_columns(console) or 0) >= _least_width(table):
         console.print(table)
+        for f in report.failed:
+            # Under the table, not in a cell: a reason is shown whole at any width (the terminal wraps it).
+            reason = terminal.text(f"  {terminal.one_line(f.error)}")
+            console.print(terminal.text("failed", "red") + reason, soft_wrap=True)
     else:
         for f in report.files:
             detail = _detail(f)
             line = f"{f.status:<9}  {Path(f.path).name}  {f.pages} pages  {f.chunks} chunks  {f.seconds:.1f} s"
             line += f"  {detail}" if detail else ""
-            console.print(terminal.text(line), soft_wrap=True)
+            console.print(terminal.text(terminal.one_line(line)), soft_wrap=True)
     for f in report.files:
         for warning in f.warnings:
             err_console.print(f"[yellow]warning:[/yellow] {markup(warning)}", soft_wrap=True)
+    for left in report.unread:
+        why = terminal.text(f"  {terminal.one_line(left.path)}: {terminal.one_line(left.reason)}")
+        console.print(terminal.text("skipped", "yellow") + why, soft_wrap=True)
     if report.skipped:
         names = ", ".join(Path(p).name for p in report.skipped)
         console.print(
@@ -308,6 +306,35 @@ def _print_ingest(report: IngestReport, kb: str) -> None:
     flat = [Path(f.path).name for f in report.files if not f.structure_found]
     if flat:
         console.print(f"[yellow]structure: none found[/yellow] in {markup(', '.join(flat))}: {NO_STRUCTURE}")
+
+
+def _ingest_table(report: IngestReport, kb: str) -> Table:
+    """file, status, pages, chunks, seconds, title; long file names and titles wrap."""
+    from rich.table import Table
+
+    colours = {"ingested": "green", "replaced": "yellow", "repaired": "yellow", "unchanged": "dim", "failed": "red"}
+    table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
+    table.add_column("file", overflow="fold", min_width=12)
+    table.add_column("status", no_wrap=True, min_width=9)
+    for col in ("pages", "chunks", "seconds"):
+        table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    # Both wrap: a column that may not wrap takes its full width and squeezes the others to nothing.
+    table.add_column("title", overflow="fold", min_width=12)
+    for f in report.files:
+        table.add_row(
+            terminal.text(Path(f.path).name),
+            terminal.text(f.status, colours[f.status]),
+            str(f.pages or ""),
+            str(f.chunks or ""),
+            f"{f.seconds:.1f}",
+            terminal.text("" if f.status == "failed" else _detail(f)),
+        )
+    return table
+
+
+def _least_width(table: Table) -> int:
+    """Columns `table` needs to show every column at its minimum width: each cell's padding and border too."""
+    return sum(c.min_width or 1 for c in table.columns) + 3 * len(table.columns) + 1
 
 
 def _detail(f: FileResult) -> str:
@@ -603,7 +630,9 @@ def evaluate(
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
-    k: Annotated[int, typer.Option("--k", min=1, max=50, help="Sources scored per query.")] = 5,
+    k: Annotated[
+        int | None, typer.Option("--k", min=1, max=50, help="Sources scored per query (default: retrieval.k, 5).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Also write a Markdown report here.")] = None,
 ) -> None:
@@ -615,7 +644,8 @@ def evaluate(
     from .eval.report import LABELS, SHORT, fmt, markdown, summary_rows
     from .eval.runner import EXPLANATIONS, METRICS, run_eval
 
-    settings = _settings(kb, retrieval={"k": max(k, 5)})
+    settings = _settings(kb, retrieval={"k": max(k, 5) if k else None})
+    k = k or settings.retrieval.k
     if no_agent:
         settings.agent.enable_agentic_rag = False
     try:
@@ -647,7 +677,7 @@ def evaluate(
     if as_json:
         _write_json(report.model_dump_json(indent=2))
         return
-    table = Table(title=f"eval {markup(file.name)} · {markup(report.mode)} · k={k}")
+    table = Table(title=f"eval {markup(terminal.one_line(file.name))} · {markup(report.mode)} · k={k}")
     table.add_column("set", no_wrap=True)
     table.add_column("n", justify="right")
     for m in METRICS:
@@ -667,7 +697,7 @@ def evaluate(
     for r in errors:
         err_console.print(f"[red]{markup(r.id)}[/red]: {markup(r.error)}", soft_wrap=True)
     if out is not None:
-        console.print(f"report written to {markup(out)}")
+        console.print(f"report written to {markup(terminal.one_line(out))}")
     if errors:
         raise typer.Exit(code=1)
 
@@ -695,7 +725,7 @@ def doctor(
     """Check the model endpoint, the embedding model and the Milvus store; exit code 1 when a needed part is broken."""
     from .doctor import run_doctor
 
-    settings = _settings(kb)
+    settings = _settings(kb, store_optional=True)
     report = run_doctor(settings, refresh=refresh)
     if as_json:
         _write_json(json.dumps({"ok": report.ok, **report.model_dump(mode="json")}, indent=2))
@@ -712,6 +742,61 @@ def doctor(
         console.print(f"[bold]{verdict}[/bold]", highlight=False)
     if not report.ok:
         raise typer.Exit(code=1)
+
+
+@app.command("config")
+def config_command(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"NAME": {"value", "source"}} as JSON.')] = False,
+    set_values: Annotated[
+        list[str] | None, typer.Option("--set", help="Keep NAME=VALUE as the --kb knowledge base's own; repeatable.")
+    ] = None,
+    unset: Annotated[
+        list[str] | None, typer.Option("--unset", help="Remove NAME from the --kb knowledge base's own; repeatable.")
+    ] = None,
+) -> None:
+    """Show every setting, its value and where it came from: default, env, user (config.toml), kb, request.
+
+    --set/--unset change the settings kept with one knowledge base (--kb), checked before they are saved.
+    """
+    from .config_view import changes_lines, settings_table
+    from .rag.kb_settings import kb_client, parse_assignment, read_kb_settings, save_overrides
+    from .rag.store import knowledge_bases
+    from .settings_layers import load_layers
+    from .user_config import user_file
+
+    quiet_backend_loggers()
+    try:
+        layered = load_layers({"store": {"kb": kb}})
+        changing = bool(set_values or unset)
+        if changing and kb is None:
+            raise ConfigError(
+                "--set and --unset change the settings of one knowledge base: name it with --kb NAME "
+                f"(settings for all of them go in {user_file(layered.settings.home)})"
+            )
+        assignments = dict(parse_assignment(a) for a in set_values or [])
+        name = layered.settings.store.kb
+        with kb_client(layered.settings) as client:
+            found = read_kb_settings(client, name) if client is not None else None
+            if found is None and kb is not None:
+                others = ", ".join(repr(k) for k in knowledge_bases(client)) if client is not None else ""
+                raise ConfigError(
+                    f"knowledge base {name!r} does not exist (existing: {others or 'none yet'}); "
+                    f"`paperscope ingest PATH --kb {name}` creates it"
+                )
+            if found is not None and changing:
+                after = save_overrides(client, name, assignments, unset or [])
+                for line in changes_lines(after, assignments, unset or [], found):
+                    console.print(markup(line), soft_wrap=True, highlight=False)
+                return
+        if found is not None:
+            layered = layered.with_kb(found.layer())
+    except PaperscopeError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        _write_json(json.dumps(layered.provenance_json(), ensure_ascii=False, indent=2))
+        return
+    _print_table(settings_table(layered, found))
 
 
 def _print_answer(answer: Answer) -> None:

@@ -1,10 +1,14 @@
-"""One Settings object, built from nested parts; env vars and CLI flags feed it.
+"""One Settings object, built from nested parts, in layers: request > knowledge base > user file > env > defaults.
+
+The layers are put together by `settings_layers.load_layers` (`load_settings` returns its Settings); the
+user file is `$PAPERSCOPE_HOME/config.toml` (user_config.py), a knowledge base's own settings live in
+the knowledge base (rag/kb_settings.py). This module holds the Settings model and reads the environment.
 
 Environment: PAPERSCOPE_HOME, MILVUS_URI, MILVUS_TOKEN, OPENAI_BASE_URL, OPENAI_API_KEY and
 PAPERSCOPE_LLM_MODEL by their usual names; any other field as PAPERSCOPE_<PART>__<FIELD>
 (e.g. PAPERSCOPE_CHUNKING__CHUNK_SIZE=180).
 
-`load_settings` turns every way the environment can be wrong into one ConfigError line naming the
+The environment layer turns every way the environment can be wrong into one ConfigError line naming the
 variable (malformed JSON, a bad value, an unknown nested field with the closest valid name, a data
 directory that cannot be one) and warns about unknown PAPERSCOPE_* variables, which would otherwise be
 ignored without a word.
@@ -15,21 +19,24 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
+from .backend_logs import LOG_ENV
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .settings_layers import Layer
 
 log = logging.getLogger(__name__)
 ENV_PREFIX = "PAPERSCOPE_"
-# Read by load_settings itself rather than by the Settings model.
-_OWN_ENV = ("PAPERSCOPE_LLM_MODEL",)
+# Read by load_settings itself rather than by the Settings model, or before settings exist (backend_logs.py).
+_OWN_ENV = ("PAPERSCOPE_LLM_MODEL", LOG_ENV)
 
 
 class _Part(BaseModel):
@@ -40,16 +47,30 @@ class ParsingSettings(_Part):
     use_outline: bool = Field(
         True, description="Use the PDF outline (bookmarks) for headings when it matches the text."
     )
+    # The defaults are the parser's own (parser/pdf.py MAX_PAGES, parser/markdown.py MAX_TEXT_BYTES).
+    max_pages: int = Field(500, ge=1, description="Most pages a PDF may have; a longer one fails.")
+    max_text_bytes: int = Field(
+        20_000_000, ge=1, description="Largest Markdown or text file read, in bytes (20 MB); a larger one fails."
+    )
 
 
 class ChunkingSettings(_Part):
     strategy: str = Field(
-        "recursive", description="Chunker: recursive, sliding_window, markdown, simple, parent_child."
+        "recursive",
+        description="Chunker: recursive, sliding_window, markdown, simple, parent_child, sentence, token, "
+        "semantic (needs the embedding model) or code.",
     )
     chunk_size: int = Field(200, ge=16, le=8192, description="Target chunk size in embedding-model tokens.")
     overlap: int = Field(32, ge=0, le=1024, description="Tokens repeated when a paragraph is split across chunks.")
     parent_size: int = Field(2000, ge=64, description="parent_child: parent size in tokens.")
     child_size: int = Field(300, ge=16, description="parent_child: child size in tokens (capped by the model window).")
+    breakpoint_percentile: float = Field(
+        90.0,
+        ge=0.0,
+        le=100.0,
+        description="semantic: cut where neighbouring sentences are further apart (by embedding) than this "
+        "percentile of the paper's neighbours (higher = fewer, larger chunks).",
+    )
 
 
 class EmbeddingSettings(_Part):
@@ -194,12 +215,13 @@ def unknown_env(environ: Mapping[str, str]) -> list[str]:
     )
 
 
-def _hint(name: str) -> str:
+def hint(name: str) -> str:
+    """'; did you mean X?' for an unknown PAPERSCOPE_* variable, or ''."""
     close = closest_env_name(name)
     return f"; did you mean {close}?" if close else ""
 
 
-def _env_error(exc: SettingsError) -> ConfigError:
+def env_error(exc: SettingsError) -> ConfigError:
     """A malformed PAPERSCOPE_<PART> value (pydantic-settings parses it as JSON) as one line."""
     m = re.search(r'field "(\w+)"', str(exc))
     name = f"{ENV_PREFIX}{m.group(1).upper()}" if m else f"a {ENV_PREFIX}* variable"
@@ -208,7 +230,8 @@ def _env_error(exc: SettingsError) -> ConfigError:
     return ConfigError(f'{name}: {why}; expected a JSON object such as {{"k": 8}}')
 
 
-def _validation_error(exc: ValidationError, environ: Mapping[str, str]) -> ConfigError:
+def env_validation_error(exc: ValidationError, environ: Mapping[str, str]) -> ConfigError:
+    """A bad PAPERSCOPE_* value or an unknown nested field (with the closest valid name) as one line."""
     first = exc.errors()[0]
     loc = [str(p) for p in first["loc"]]
     where = ".".join(loc)
@@ -216,12 +239,12 @@ def _validation_error(exc: ValidationError, environ: Mapping[str, str]) -> Confi
         var = ENV_PREFIX + "__".join(p.upper() for p in loc)
         given = next((k for k in environ if k.upper() == var), None)
         if given is not None:
-            return ConfigError(f"unknown setting {given}{_hint(given)}")
+            return ConfigError(f"unknown setting {given}{hint(given)}")
         return ConfigError(f"unknown setting {where}")
     return ConfigError(f"invalid setting {where}: {first['msg']}")
 
 
-def _check_home(home: Path) -> None:
+def check_home(home: Path) -> None:
     """The data directory must be a directory or creatable as one (no file in the way)."""
     path = home.expanduser()
     for p in (path, *path.parents):
@@ -232,31 +255,17 @@ def _check_home(home: Path) -> None:
             return
 
 
-def load_settings(**parts: dict[str, Any]) -> Settings:
-    """Settings from the environment (including MILVUS_URI and friends), then overrides.
+def load_settings(
+    request: Mapping[str, Any] | None = None, kb: Layer | None = None, **parts: dict[str, Any]
+) -> Settings:
+    """Settings from every layer: `request` and `parts` (e.g. store={"kb": "x"}; None values are not given) >
+    `kb` (a knowledge base's layer, see rag/kb_settings.py) > `$PAPERSCOPE_HOME/config.toml` > the environment
+    (including MILVUS_URI and friends) > defaults. See `settings_layers.load_layers`, which also says where
+    each value came from.
 
-    Raises ConfigError (one line, naming the variable) for anything the environment gets wrong; unknown
-    PAPERSCOPE_* variables are logged as warnings with the closest valid name.
+    Raises ConfigError (one line, naming the file, variable or setting); unknown PAPERSCOPE_* variables are
+    logged as warnings with the closest valid name.
     """
-    for name in unknown_env(os.environ):
-        log.warning("unknown setting %s is ignored%s", name, _hint(name))
-    try:
-        settings = Settings()
-    except SettingsError as exc:
-        raise _env_error(exc) from exc
-    except ValidationError as exc:
-        raise _validation_error(exc, os.environ) from exc
-    env_store = {"uri": os.environ.get("MILVUS_URI") or None, "token": os.environ.get("MILVUS_TOKEN") or None}
-    env_llm = {
-        "model": os.environ.get("PAPERSCOPE_LLM_MODEL") or None,
-        "base_url": os.environ.get("OPENAI_BASE_URL") or None,
-        "api_key": os.environ.get("OPENAI_API_KEY") or None,
-    }
-    store = {**env_store, **parts.pop("store", {})}
-    llm = {**env_llm, **parts.pop("llm", {})}
-    try:
-        settings = settings.with_overrides(store=store, llm=llm, **parts)
-    except ValidationError as exc:
-        raise _validation_error(exc, {}) from exc
-    _check_home(settings.home)
-    return settings
+    from .settings_layers import flatten, load_layers
+
+    return load_layers({**flatten(request or {}), **flatten(parts)}, kb).settings

@@ -140,8 +140,10 @@ def _check_embedding(settings: Settings, report: DoctorReport) -> Any:
 
 
 def _check_store(settings: Settings, report: DoctorReport, embedder: Any) -> None:
+    from .backend_logs import quiet_backend_loggers
     from .rag.store import PROP_EMBEDDER, PaperStore
 
+    quiet_backend_loggers()  # a store that cannot be opened is this report's line, not Milvus Lite's traceback
     if embedder is None:
         report.add("milvus", "skip", "needs a working embedding model")
         return

@@ -26,6 +26,10 @@ class ChunkingError(PaperscopeError):
     """A paper could not be cut into chunks."""
 
 
+class RerankError(PaperscopeError):
+    """A reranker could not score passages: its endpoint failed or replied with something unusable."""
+
+
 class StoreError(PaperscopeError):
     """The Milvus store refused an operation or holds inconsistent data."""
 

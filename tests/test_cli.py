@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from paperscope.config import Settings
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.store import PaperStore
 from tests.markdown_papers import markdown as paper_markdown
+from tests.unprivileged import chmod_tree, obeying_permissions, permissions_not_enforced
 
 SECTION_KEYS = {"title", "level", "category", "page"}
 CHUNK_KEYS = {
@@ -135,6 +137,48 @@ def test_ingest_rejects_bad_options(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 1 and "unknown chunking strategy 'nonsense'" in result.stderr
     result = runner.invoke(app, ["papers", "--kb", "bad name!"])
     assert result.exit_code == 1 and "invalid setting store.kb" in result.stderr
+
+
+NEW_CHUNKERS = ["sentence", "token", "semantic", "code"]
+
+
+def _code_paper(tmp_path: Path) -> Path:
+    source = tmp_path / "coded.md"
+    intro = "We cache results, e.g. in memory (see Fig. 2). It saves 93.5% of the time. Loads are rare."
+    code = "```python\nclass Cache:\n    def get(self, key):\n        return key\n\n\ndef helper():\n    pass\n```"
+    source.write_text(paper_markdown("A Coded Paper", 2024, [("## Abstract", [intro]), ("## 1 Method", [intro, code])]))
+    return source
+
+
+@pytest.mark.parametrize("strategy", NEW_CHUNKERS)
+def test_parse_with_the_new_chunkers(tmp_path: Path, strategy: str) -> None:
+    result = CliRunner().invoke(app, ["parse", str(_code_paper(tmp_path)), "--strategy", strategy, "--json"])
+    assert result.exit_code == 0, result.stderr
+    chunks = json.loads(result.stdout)["chunks"]
+    assert [c["chunk_index"] for c in chunks] == list(range(len(chunks))) and len(chunks) >= 2
+    assert {c["section_title"] for c in chunks} == {"Abstract", "1 Method"}
+    assert any("class Cache:" in c["text"] for c in chunks)
+    if strategy == "code":  # the code block is a chunk of its own
+        assert chunks[-1]["text"].startswith("```python\nclass Cache:") and len(chunks) == 3
+
+
+def test_unknown_strategy_lists_the_new_chunkers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    for command in (["parse", str(_code_paper(tmp_path))], ["ingest", str(tmp_path)]):
+        result = runner.invoke(app, [*command, "--strategy", "nope"])
+        assert result.exit_code == 1 and "unknown chunking strategy 'nope'" in result.stderr
+        assert all(name in result.stderr for name in NEW_CHUNKERS), result.stderr
+
+
+def test_ingest_with_the_semantic_chunker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MILVUS_URI", raising=False)
+    source = _code_paper(tmp_path)
+    result = CliRunner().invoke(app, ["ingest", str(source), "--kb", "sem", "--strategy", "semantic", "--json"])
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["files"][0]["status"] == "ingested" and report["files"][0]["chunks"] == 2
 
 
 SOURCE_KEYS = {"doc_id", "title", "section_title", "section_category", "chunk_index", "chunk_range", "page", "text"}
@@ -267,10 +311,10 @@ def test_ctrl_c_during_ingest_says_what_was_kept(tmp_path: Path, monkeypatch: py
     files[1].write_text(small_paper("A Paper On Moths", "moths"))
     real_parse = ingest_module.parse_file
 
-    def parse_then_ctrl_c(path: Path) -> object:
+    def parse_then_ctrl_c(path: Path, **limits: int) -> object:
         if path.name == "b.md":
             raise KeyboardInterrupt  # the user presses Ctrl-C while the second file is parsed
-        return real_parse(path)
+        return real_parse(path, **limits)
 
     monkeypatch.setattr(ingest_module, "parse_file", parse_then_ctrl_c)
     result = CliRunner().invoke(app, ["ingest", *map(str, files)])
@@ -423,3 +467,108 @@ def test_the_cli_on_a_milvus_server(tmp_path: Path, sample_pdfs: dict[str, Path]
         for name in (f"{kb}_chunks", f"{kb}_papers"):
             client.drop_collection(name)
         client.close()
+
+
+# Runs each command in one process (one model load), printing its exit code after it.
+DRIVER = """
+import sys
+from paperscope.cli import app
+for args in COMMANDS:
+    print("<<run " + args[0] + ">>", flush=True)
+    try:
+        app(args)
+    except SystemExit as exc:
+        print("<<rc=%s>>" % (exc.code or 0), flush=True)
+"""
+
+
+def run_commands(commands: list[list[str]], env: dict[str, str], *, obey_permissions: bool = False) -> str:
+    """stdout and stderr of `commands` run by DRIVER in a fresh process, as one text."""
+    cmd = [sys.executable, "-c", f"COMMANDS = {commands!r}\n{DRIVER}"]
+    result = subprocess.run(
+        obeying_permissions(cmd) if obey_permissions else cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    return result.stdout
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PAPERSCOPE_", "MILVUS_", "OPENAI_"))}
+    return {**env, "PAPERSCOPE_HOME": str(home), "COLUMNS": "1000"}
+
+
+def test_a_read_only_home_is_said_to_be_read_only_by_every_command(
+    tmp_path: Path, local_embedder: CachedEmbedder
+) -> None:
+    """A `chmod -R a-w` home, read by a process that obeys file permissions (as root: without CAP_DAC_*)."""
+    if why := permissions_not_enforced(tmp_path):
+        pytest.skip(why)
+    home = tmp_path / "home"
+    paper = tmp_path / "ferns.md"
+    paper.write_text(small_paper("A Paper On Ferns", "ferns"))
+    settings = Settings(home=home)
+    with PaperStore.open(settings, local_embedder) as store:
+        from paperscope.rag.ingest import ingest
+
+        assert not ingest([paper], settings, store).failed
+    chmod_tree(home, writable=False)
+    try:
+        commands = [["doctor"], ["papers"], ["ask", "What about ferns?"], ["check"], ["ingest", str(paper)]]
+        out = run_commands([*commands, ["parse", str(paper)]], cli_env(home), obey_permissions=True)
+    finally:
+        chmod_tree(home, writable=True)
+    assert "Traceback" not in out and "damaged" not in out, out
+    assert re.findall(r"<<rc=(\d+)>>", out) == ["1", "1", "1", "1", "1", "0"], out
+    said = f"{home / 'milvus.db'} is read-only (Permission denied): Milvus Lite must write to its data even to read it"
+    runs = out.split("<<run ")[1:]
+    for run in runs[:5]:
+        lines = [line for line in run.splitlines() if said in line]
+        assert len(lines) == 1 and "`paperscope parse` needs no store" in lines[0], run
+    assert "A Paper On Ferns" in runs[5]  # parse needs no store
+
+
+# A line of gRPC's C core (absl format): "E1125 10:09:16.486125   11474 chttp2_transport.cc:1435] ...".
+GRPC_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]", re.M)
+
+
+def test_ingest_papers_and_ask_print_nothing_of_grpc(tmp_path: Path) -> None:
+    """gRPC's own logging is off (see tests/test_backend_logs.py for a provoked GOAWAY); here every line is ours."""
+    paper = tmp_path / "moss.md"
+    paper.write_text(small_paper("A Paper On Moss", "moss"))
+    env = {k: v for k, v in cli_env(tmp_path / "home").items() if not k.startswith("GRPC_")}
+    out = run_commands([["ingest", str(paper)], ["papers"], ["ask", "What about moss?"]], env)
+    assert re.findall(r"<<rc=(\d+)>>", out) == ["0", "0", "0"], out
+    assert "A Paper On Moss" in out
+    assert "GOAWAY" not in out and "too_many_pings" not in out and not GRPC_LINE.search(out), out
+
+
+def test_a_text_file_over_the_size_limit_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_PARSING__MAX_TEXT_BYTES", "100")
+    big = tmp_path / "big.md"
+    big.write_text(small_paper("A Paper Too Long For The Limit", "limits"))
+    result = CliRunner().invoke(app, ["parse", str(big)])
+    assert result.exit_code == 1
+    size = big.stat().st_size
+    assert result.stderr == (
+        f"error: big.md: too large for a text file ({size:,} bytes > 100; the limit is "
+        "PAPERSCOPE_PARSING__MAX_TEXT_BYTES)\n"
+    )
+
+
+def test_ingest_lists_what_a_folder_walk_did_not_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
+    folder = tmp_path / "library"
+    folder.mkdir()
+    (folder / "p.md").write_text(small_paper("A Paper On Kelp", "kelp"))
+    (folder / "gone.pdf").symlink_to(tmp_path / "deleted.pdf")
+    result = CliRunner().invoke(app, ["ingest", str(folder)])
+    assert result.exit_code == 0, result.stderr
+    assert f"skipped  {folder / 'gone.pdf'}: a link to nothing (what it points to does not exist)\n" in result.stdout
+    report = json.loads(CliRunner().invoke(app, ["ingest", str(folder), "--json"]).stdout)
+    assert report["unread"] == [
+        {"path": str(folder / "gone.pdf"), "reason": "a link to nothing (what it points to does not exist)"}
+    ]

@@ -7,14 +7,17 @@ once on a real terminal (a pty, in a subprocess) and once piped.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -174,8 +177,12 @@ for args in COMMANDS:
 """
 
 
-def _run_on_pty(commands: list[list[str]], stdin: str, env: dict[str, str]) -> bytes:
+def _run_on_pty(
+    commands: list[list[str]], stdin: str, env: dict[str, str], size: tuple[int, int] | None = None
+) -> bytes:
     master, slave = pty.openpty()
+    if size is not None:  # (rows, columns) the terminal reports, as a terminal window sets them
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
     code = f"COMMANDS = {commands!r}\n{DRIVER}"
     proc = subprocess.Popen(
         [sys.executable, "-c", code], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True
@@ -230,3 +237,72 @@ def test_every_command_on_a_real_terminal_writes_no_document_control_sequence(tm
     assert "[link=https://x.example]" in text
     assert "lib[i]/missing.pdf: no such file" in text  # the path, literally, in the failed row
     assert "unknown section category '[/i]'" in text and "invalid doc_id '[/i]'" in text
+
+
+# --- the ingest report at any terminal size -------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+BROKEN = "broken-download-of-a-paper-with-a-long-file-name.pdf"
+REASON = f"{BROKEN}: not a PDF (no %PDF header)"
+GOOD = "a-rather-long-file-name-for-a-paper-about-tidal-energy-final-v2.md"
+
+
+def _ingest_folder(tmp_path: Path) -> Path:
+    """A folder with a .pdf that is text and a good paper, both with long names."""
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / BROKEN).write_text("Sorry, the download failed. Please try again later.\n")
+    intro = "Tidal energy is predictable. We measure what turbines in three straits deliver over a year."
+    (folder / GOOD).write_text(f"# Tidal Energy Without Tears\n\n## Abstract\n\n{intro}\n\n## 1 Method\n\n{intro}\n")
+    return folder
+
+
+def _pty_env(home: Path, **extra: str) -> dict[str, str]:
+    drop = ("PAPERSCOPE_", "MILVUS_", "OPENAI_", "COLUMNS", "LINES")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return {**env, "PAPERSCOPE_HOME": str(home), "TERM": "xterm-256color", **extra}
+
+
+@pytest.mark.parametrize(
+    ("size", "extra"),
+    [((24, 80), {}), ((0, 0), {}), ((24, 80), {"COLUMNS": "0", "LINES": "0"})],
+    ids=["80 columns", "a 0x0 terminal", "COLUMNS=0 LINES=0"],
+)
+def test_the_ingest_report_says_why_a_file_failed_at_any_terminal_size(
+    tmp_path: Path, size: tuple[int, int], extra: dict[str, str]
+) -> None:
+    folder = _ingest_folder(tmp_path)
+    out = _run_on_pty([["ingest", str(folder)]], "", _pty_env(tmp_path / "home", **extra), size=size)
+    text = ANSI.sub("", out.decode("utf-8", errors="replace"))
+    assert "Traceback" not in text, text[-3000:]
+    assert re.findall(r"<<rc=(\d+)>>", text) == ["1"], text[-3000:]
+    assert REASON in text, text[-3000:]  # whole, on one line
+    assert "1 ingested, 0 replaced, 0 unchanged, 1 failed" in text
+    if size == (24, 80) and not extra:  # a table that fits 80 columns: every column shown
+        assert re.search(r"┃ file +┃ status +┃ pages ┃ chunks ┃ seconds ┃ title +┃", text), text[-3000:]
+        assert re.search(r"│ ingested  │ +1 │ +\d+ │", text) and "Tidal Energy" in text
+    else:  # no usable size: plain lines, no column squeezed to nothing
+        # A line starts after a newline, or after the carriage return that took the progress bar away.
+        assert re.search(rf"(^|\r)failed +{re.escape(BROKEN)} +0 pages +0 chunks .*{re.escape(REASON)}", text, re.M)
+        assert re.search(rf"(^|\r)ingested +{re.escape(GOOD)} +1 pages +\d+ chunks .* Tidal Energy Without", text, re.M)
+
+
+def test_a_newline_in_a_file_name_is_shown_escaped_in_the_progress_bar(
+    tmp_path: Path, sample_pdfs: dict[str, Path]
+) -> None:
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    named = folder / "a\nb.pdf"
+    named.write_bytes(sample_pdfs["marten"].read_bytes())
+    out = _run_on_pty([["ingest", str(folder)]], "", _pty_env(tmp_path / "home", COLUMNS="200", LINES="40"))
+    text = ANSI.sub("", out.decode("utf-8", errors="replace"))
+    assert re.findall(r"<<rc=(\d+)>>", text) == ["0"], text[-3000:]
+    assert re.search(r"a\\x0ab\.pdf: (reading|parsing|chunking|embedding)", text), text[-3000:]  # the progress bar
+    assert b"a\nb.pdf" not in out and b"a\r\nb.pdf" not in out  # never a raw newline inside the name
+
+
+def test_a_newline_in_a_file_name_is_shown_escaped_by_parse(tmp_path: Path) -> None:
+    named = tmp_path / "a\nb.pdf"
+    named.write_text("not a PDF")
+    result = CliRunner().invoke(app, ["parse", str(named)])
+    assert result.exit_code == 1 and result.stderr == "error: a\\x0ab.pdf: not a PDF (no %PDF header)\n"

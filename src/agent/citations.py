@@ -117,15 +117,50 @@ def _runs(text: str, cites: list[tuple[int, int, list[str]]]) -> list[tuple[int,
     return runs
 
 
-def _tidy(text: str) -> str:
-    """Spacing and punctuation left behind by removed citations mended (line breaks and Markdown kept)."""
+def _tidy(text: str, strip: bool = True) -> str:
+    """Spacing and punctuation left behind by removed citations mended (line breaks and Markdown kept);
+    `strip`: the text is whole (a streamed piece keeps the spaces at its ends)."""
     text = re.sub(r"\(\s*\)|\[\s*\]", "", text)
     text = re.sub(r"[ \t]+([.,;:!?)])", r"\1", text)
     text = re.sub(r"([,;:])(?:[ \t]*[,;:])+", r"\1", text)
     text = re.sub(r"[,;:]+(?=[.!?])", "", text)
     text = re.sub(r"(?<!\.)\.\.(?!\.)", ".", text)
     text = re.sub(r"[ \t]{2,}", " ", text)
-    return "\n".join(line.rstrip() for line in text.split("\n")).strip()
+    lines = text.split("\n")
+    text = "\n".join([*(line.rstrip() for line in lines[:-1]), lines[-1]])
+    return text.strip() if strip else text
+
+
+def _rewrite(
+    text: str, resolve: Callable[[str], str | None], number: dict[str, int]
+) -> tuple[str, list[str], bool]:
+    """`text` with its citations renumbered (`number` updated in place) or removed: (text, dropped, claimed)."""
+    dropped: list[str] = []
+    claimed = False
+    out: list[str] = []
+    pos = 0
+    for start, end, refs in _runs(text, _citations(text)):
+        claimed = True
+        keys = []
+        for ref in refs:
+            key = resolve(ref)
+            if key is None:
+                dropped.append(ref)
+            elif key not in keys:
+                keys.append(key)
+        before = text[pos:start]
+        if keys:
+            for k in keys:
+                number.setdefault(k, len(number) + 1)
+            out.append(before.rstrip(" \t") + " " if before.strip() else before)
+            out.append("".join(f"[{number[k]}]" for k in keys))
+        else:
+            if _CLOSES_SENTENCE.match(text[end:]):
+                before = _LEAD_IN.sub("", before)
+            out.append(before)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), dropped, claimed
 
 
 def ground(
@@ -140,40 +175,20 @@ def ground(
     read, or None. `listed`: references the model gave apart from the text (the agent's `finish` sources); the
     valid ones are numbered after those the text uses. Valid citations become `[n]` (a run of them `[1][2]`);
     the rest are removed with a lead-in left dangling ("as shown in") and the punctuation mended.
-    `numbering`: the numbers given so far (a stream grounds its text piece by piece); it is updated in place.
+    `numbering`: the numbers given so far; it is updated in place.
     """
     number: dict[str, int] = {} if numbering is None else numbering
-    dropped: list[str] = []
-    claimed = bool(listed)
-
-    def key_of(ref: str) -> str | None:
+    rewritten, dropped, claimed = _rewrite(text, resolve, number)
+    for ref in listed:
         key = resolve(ref)
         if key is None:
             dropped.append(ref)
-        return key
-
-    out: list[str] = []
-    pos = 0
-    for start, end, refs in _runs(text, _citations(text)):
-        claimed = True
-        keys = list(dict.fromkeys(k for r in refs if (k := key_of(r)) is not None))
-        before = text[pos:start]
-        if keys:
-            for k in keys:
-                number.setdefault(k, len(number) + 1)
-            out.append(before.rstrip(" \t") + " " if before.strip() else before)
-            out.append("".join(f"[{number[k]}]" for k in keys))
         else:
-            if _CLOSES_SENTENCE.match(text[end:]):
-                before = _LEAD_IN.sub("", before)
-            out.append(before)
-        pos = end
-    out.append(text[pos:])
-    for ref in listed:
-        if (k := key_of(ref)) is not None:
-            number.setdefault(k, len(number) + 1)
+            number.setdefault(key, len(number) + 1)
     order = sorted(number, key=lambda k: number[k])
-    return Grounded(text=_tidy("".join(out)), order=order, dropped=list(dict.fromkeys(dropped)), claimed=claimed)
+    return Grounded(
+        text=_tidy(rewritten), order=order, dropped=list(dict.fromkeys(dropped)), claimed=claimed or bool(listed)
+    )
 
 
 UNSUPPORTED = (
@@ -194,16 +209,18 @@ def grounding_notes(grounded: Grounded) -> list[str]:
     return notes
 
 
-# Where a streamed answer may be handed on: after a sentence or a line, not inside a bracket or parenthesis.
-_BOUNDARY = re.compile(r"(?:[.!?:;]\s+|\n)")
+# Words held back at the end of a streamed piece: a lead-in ("as shown in") or a citation may follow.
+HELD_WORDS = 4
+_AFTER_CITATION = re.compile(r"[\])](?:[\s,;]*(?:\band\b)?[\s,;]*)?$", re.I)
 
 
 class CitationStream:
-    """`ground` for an answer that arrives piece by piece: whole sentences are handed on, citations renumbered.
+    """`ground` for an answer that arrives piece by piece: text is handed on as it comes, citations renumbered.
 
-    A piece is held back until a sentence or line ends outside any bracket or parenthesis, so a citation (and
-    the lead-in a removed one leaves) is judged whole; numbers follow first use, as `ground` gives them for the
-    whole text, so the streamed answer and the final one cite alike.
+    The last few words (a lead-in such as "as shown in" that a removed citation would leave dangling) and
+    anything inside an open bracket or parenthesis (a citation being written) are held back until what follows
+    shows what they are; numbers follow first use, as `ground` gives them for the whole text, so the streamed
+    answer and the final one cite alike.
     """
 
     def __init__(self, resolve: Callable[[str], str | None], on_text: Callable[[str], None]) -> None:
@@ -214,35 +231,43 @@ class CitationStream:
         self._held = ""
 
     def feed(self, text: str) -> None:
-        """Take the next piece of the answer; hand on what is complete."""
+        """Take the next piece of the answer; hand on what is settled."""
         buffer = self._held + text
-        cut = 0
-        depth = 0
-        last_open = -1
+        depth, last_open = 0, -1
+        gaps: list[int] = []  # where whitespace outside brackets begins: places the text may be cut
         for i, ch in enumerate(buffer):
             if ch in "[(":
                 depth, last_open = depth + 1, i
             elif ch in "])" and depth:
                 depth -= 1
-            if depth == 0 and (m := _BOUNDARY.match(buffer, i)) is not None:
-                cut = m.end()
+            elif (
+                ch.isspace()
+                and depth == 0
+                and (i == 0 or not buffer[i - 1].isspace())
+                and not _AFTER_CITATION.search(buffer, 0, i)  # another citation may join this one's run
+            ):
+                gaps.append(i)
         if depth and len(buffer) - last_open > 400:
             cut = len(buffer)  # an unclosed bracket this long is no citation: let it through
+        else:
+            open_at = last_open if depth else len(buffer)
+            safe = [g for g in gaps if g < open_at]
+            cut = safe[-HELD_WORDS] if len(safe) >= HELD_WORDS else 0
         ready, self._held = buffer[:cut], buffer[cut:]
         if ready:
             self._write(ready)
 
     def close(self) -> None:
-        """Hand on whatever is still held back (the last sentence)."""
+        """Hand on whatever is still held back."""
         if self._held:
-            self._write(self._held)
+            self._write(self._held, last=True)
             self._held = ""
 
-    def _write(self, text: str) -> None:
-        lead = text[: len(text) - len(text.lstrip())]
-        trail = text[len(text.rstrip()) :] if text.strip() else ""
-        grounded = ground(text, self.resolve, numbering=self.numbers).text
-        piece = lead + grounded + trail if grounded else lead
+    def _write(self, text: str, last: bool = False) -> None:
+        # Leading whitespace stays with the text it came with, so a removed citation takes its space along;
+        # only the very end of the answer is trimmed, as `ground` trims the whole.
+        piece = _tidy(_rewrite(text, self.resolve, self.numbers)[0], strip=False)
+        piece = piece.rstrip() if last else piece
         if piece:
             self.streamed = True
             self.on_text(piece)

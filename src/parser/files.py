@@ -5,21 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ParseError
-from .markdown import parse_markdown
+from .markdown import MAX_TEXT_BYTES, parse_markdown
 from .models import Paper
-from .pdf import parse_pdf
+from .pdf import MAX_PAGES, parse_pdf
 
 PDF_SUFFIXES = {".pdf"}
 TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
 SUPPORTED = PDF_SUFFIXES | TEXT_SUFFIXES
 
 
-def parse_file(path: str | Path, *, title: str | None = None) -> Paper:
-    """Parse a PDF, Markdown or text file into a Paper."""
+def parse_file(
+    path: str | Path, *, title: str | None = None, max_pages: int = MAX_PAGES, max_text_bytes: int = MAX_TEXT_BYTES
+) -> Paper:
+    """Parse a PDF (at most `max_pages` pages), Markdown or text file (at most `max_text_bytes`) into a Paper."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        return parse_markdown(path, title=title)
+        return parse_markdown(path, title=title, max_bytes=max_text_bytes)
     if suffix in PDF_SUFFIXES:
-        return parse_pdf(path, title=title)
+        return parse_pdf(path, title=title, max_pages=max_pages)
     raise ParseError(path, f"unsupported file type {suffix or '(none)'}; expected PDF, Markdown or text")

@@ -1,4 +1,8 @@
-"""parse_markdown: Markdown (or plain text) -> Paper. `#`/`##` headings become sections."""
+"""parse_markdown: Markdown (or plain text) -> Paper. `#`/`##` headings become sections.
+
+A fenced code block (``` or ~~~) is one paragraph that keeps its lines and indentation, written as
+"```lang\n...\n```": its `#` comments are not headings and the `code` chunker can cut it by class and function.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +19,33 @@ from .models import Paper
 from .structure import Heading, Item, Text, assemble
 from .text import normalize
 
+#: Largest file read (bytes): the whole text is held in memory several times over while it is parsed.
+MAX_TEXT_BYTES = 20_000_000
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
+_FENCE = re.compile(r"^(`{3,}(?=[^`]*$)|~{3,})\s*([^`\s]*)")  # "```x```" on one line is inline code
 
 
-def parse_markdown(source: str | Path, *, title: str | None = None) -> Paper:
+def parse_markdown(source: str | Path, *, title: str | None = None, max_bytes: int = MAX_TEXT_BYTES) -> Paper:
     """Parse Markdown given as a path or as the text itself.
 
     A single leading `#` heading is the title and `##` the top-level sections;
     otherwise the shallowest heading depth is the top level. YAML front matter may
-    give title, authors, year, venue and arxiv.
+    give title, authors, year, venue and arxiv. A file over `max_bytes` is refused.
     """
     path: Path | None = None
     if isinstance(source, Path) or (len(source) < 4096 and "\n" not in source and Path(source).is_file()):
         path = Path(source)
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise ParseError(path, f"cannot read: {exc.strerror or exc}") from exc
+        if size > max_bytes:
+            raise ParseError(
+                path,
+                f"too large for a text file ({size:,} bytes > {max_bytes:,}; "
+                "the limit is PAPERSCOPE_PARSING__MAX_TEXT_BYTES)",
+            )
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -92,9 +109,33 @@ def _blocks(text: str) -> list[tuple[str, int, str]]:
             out.append(("caption" if CAPTION.match(joined) else "body", 0, joined))
             para.clear()
 
+    fence: re.Match[str] | None = None  # the opening fence of the code block being read
+    indent = 0
+    code: list[str] = []
+
+    def close_code() -> None:
+        assert fence is not None
+        lines = "\n".join(code).strip("\n")
+        if lines.strip():
+            out.append(("body", 0, f"```{fence.group(2)}\n{lines}\n```"))
+        code.clear()
+
     for raw in text.splitlines():
         line = raw.strip()
-        if m := _HEADING.match(line):
+        if fence is not None:
+            marker = fence.group(1)
+            if line.startswith(marker) and not line.strip(marker[0]):  # as long a run of the same character
+                close_code()
+                fence = None
+            else:
+                # Drop the fence's own indentation, keep the code's.
+                cut = min(indent, len(raw) - len(raw.lstrip(" ")))
+                code.append(raw[cut:].rstrip())
+            continue
+        if m := _FENCE.match(line):
+            flush()
+            fence, indent = m, len(raw) - len(raw.lstrip(" "))
+        elif m := _HEADING.match(line):
             flush()
             out.append(("heading", len(m.group(1)), normalize(m.group(2))))
         elif line.startswith("|") and (para or (out and out[-1][0] == "caption")):
@@ -108,4 +149,6 @@ def _blocks(text: str) -> list[tuple[str, int, str]]:
         else:
             para.append(line)
     flush()
+    if fence is not None:  # a block left open runs to the end of the file, as in CommonMark
+        close_code()
     return out

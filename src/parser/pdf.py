@@ -32,13 +32,16 @@ _REFERENCES = re.compile(r"^(\d+\.?\s*)?(references|bibliography|literature cite
 _FOOTNOTE_MARK = re.compile(r"^(\d{1,2}\s?[A-Za-z]|[*\u2217\u2020\u2021\u00a7\u00b6])")
 
 
-def parse_pdf(path: str | Path, *, title: str | None = None, use_outline: bool = True) -> Paper:
+def parse_pdf(
+    path: str | Path, *, title: str | None = None, use_outline: bool = True, max_pages: int = MAX_PAGES
+) -> Paper:
     """Parse a PDF into a Paper. `title` overrides the detected title.
 
-    Raises ParseError (naming the file) for anything that is not a readable, text-bearing PDF.
+    Raises ParseError (naming the file) for anything that is not a readable, text-bearing PDF of at most
+    `max_pages` pages.
     """
     path = Path(path)
-    doc = open_pdf(path)
+    doc = open_pdf(path, max_pages)
     with doc:
         try:
             return _parse(doc, path, title, use_outline)
@@ -48,8 +51,8 @@ def parse_pdf(path: str | Path, *, title: str | None = None, use_outline: bool =
             raise ParseError(path, f"damaged PDF: {exc}") from exc
 
 
-def open_pdf(path: Path) -> pymupdf.Document:
-    """Open a PDF, turning every way it can be unusable into a ParseError."""
+def open_pdf(path: Path, max_pages: int = MAX_PAGES) -> pymupdf.Document:
+    """Open a PDF, turning every way it can be unusable (more than `max_pages` pages too) into a ParseError."""
     if not path.is_file():
         raise ParseError(path, "file not found")
     size = path.stat().st_size
@@ -74,9 +77,9 @@ def open_pdf(path: Path) -> pymupdf.Document:
     if pages == 0:
         doc.close()
         raise ParseError(path, "corrupt PDF: no pages")
-    if pages > MAX_PAGES:
+    if pages > max_pages:
         doc.close()
-        raise ParseError(path, f"too many pages ({pages} > {MAX_PAGES})")
+        raise ParseError(path, f"too many pages ({pages} > {max_pages})")
     return doc
 
 

@@ -2,7 +2,7 @@
 
 Per paper of the catalogue: is it ready, does it hold as many body chunks as its row says, do their
 chunk_index values run 0..N-1 without gaps or duplicates. Across the store: chunk rows whose paper has
-no catalogue row (orphans). Searches never show either (see store.py), but they stay wrong until
+no catalogue row (orphans). Searches never show either (see store/base.py), but they stay wrong until
 repaired:
 
 - a paper with a problem is ingested again from a path that still holds its bytes; with none left it

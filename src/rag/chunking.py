@@ -49,14 +49,19 @@ class Chunk(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+Embed = Callable[[list[str]], list[list[float]]]
+
+
 @dataclass
 class ChunkOptions:
-    """Sizes in tokens of the embedding model's tokenizer."""
+    """Sizes in tokens of the embedding model's tokenizer; `embed` (texts -> vectors) serves the semantic chunker."""
 
     chunk_size: int = 200
     overlap: int = 32
     parent_size: int = 2000
     child_size: int = 300
+    breakpoint_percentile: float = 90.0
+    embed: Embed | None = None
 
 
 @dataclass
@@ -392,3 +397,7 @@ def parent_child(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list
             parent = build.add(section, header, parent_draft, kind="parent", index=parent_index)
             parents.append(parent)
     return build.chunks
+
+
+# The chunkers of splitters.py register themselves on import (after everything above is defined).
+from . import splitters as _splitters  # noqa: E402, F401

@@ -130,6 +130,19 @@ def identity_of(
     return ident
 
 
+def alias_rows(ident: Identity) -> list[list[str | float]]:
+    """The aliases as the papers catalogue stores them (its JSON `aliases` field): [text, kind, weight] lists."""
+    return [[a.text, a.kind, a.weight] for a in ident.aliases]
+
+
+def search_text(title: str, ident: Identity, abstract: str) -> str:
+    """What BM25 paper search reads: the title, every alias but the year (authors included) and the abstract.
+
+    Not cut to length: the store clips it to its field's byte limit (`clip(..., "search_text")`, store/records.py).
+    """
+    return "\n".join([title, " ; ".join(a.text for a in ident.aliases if a.kind != "year"), abstract])
+
+
 def _split(title: str) -> tuple[str, str, str]:
     """Title -> (head, separator, tail) at its first colon or dash ("Bigtable: A Distributed ...")."""
     m = re.search(r"\s*[:\u2014]\s+|\s+[-\u2013]\s+", title)

@@ -18,18 +18,23 @@ decides from the catalogue:
   the file given or from a recorded path that still holds its bytes; one that no file holds fails, saying so.
 
 Folders are searched for PDF, Markdown and text files; README, LICENSE, CHANGELOG and the like are
-skipped there (they are not papers) unless named on the command line.
+skipped there (they are not papers) unless named on the command line. What a folder walk cannot read or
+does not take (a folder it cannot list, a link to a folder, a broken link, a named pipe) is listed with
+the reason (`IngestReport.unread`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -83,11 +88,23 @@ class FileResult(BaseModel):
     warnings: list[str] = Field(default_factory=list, description="What was stored differently from the file.")
 
 
+class Skipped(BaseModel):
+    """A path a folder walk did not take, and why."""
+
+    path: str = Field(description="The path (absolute or as given; unprintable characters escaped).")
+    reason: str
+
+
 class IngestReport(BaseModel):
     """The outcome of one `ingest` call."""
 
     files: list[FileResult] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list, description="Files in folders that are not papers (README...).")
+    unread: list[Skipped] = Field(
+        default_factory=list,
+        description="What folder walks could not read or do not take (unreadable folders, links to folders, "
+        "broken links, pipes), with the reason.",
+    )
     seconds: float = 0.0
     embed_seconds: float = Field(0.0, description="Time spent computing embeddings.")
 
@@ -131,28 +148,83 @@ def is_paper_file(file: Path) -> bool:
     )
 
 
-def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[FileResult], list[Path]]:
-    """(files to ingest, failures for missing paths, files skipped in folders as not papers).
+class Discovered(NamedTuple):
+    """What `discover` found among the paths given."""
 
-    Folders are searched recursively; a file named explicitly is always taken.
+    files: list[Path]  #: files to ingest
+    missing: list[FileResult]  #: failures for paths given that are no file or folder (or no regular file)
+    skipped: list[Path]  #: files in folders that are not papers (README, LICENSE, ...)
+    unread: list[Skipped]  #: what a folder walk could not read or does not take, with the reason
+
+
+def discover(paths: Iterable[str | Path]) -> Discovered:
+    """Files to ingest among `paths`, and what was left and why.
+
+    Folders are searched recursively (links to folders are not followed); a file named explicitly is
+    always taken. What a walk meets and cannot take is listed with the reason, never passed over in
+    silence: a folder it cannot list (permissions, a path too long), a link to a folder, and, among names
+    with a paper's suffix, links that lead nowhere or in a loop and things that are no regular file (a
+    named pipe would block the read for ever).
     """
     found: dict[Path, None] = {}
     missing: list[FileResult] = []
     skipped: dict[Path, None] = {}
+    unread: list[Skipped] = []
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
-            for file in sorted(path.rglob("*")):
-                if is_paper_file(file):
-                    found.setdefault(file.resolve(), None)
-                elif file.is_file() and file.suffix.lower() in SUPPORTED and not file.name.startswith("."):
-                    skipped.setdefault(file.resolve(), None)
+            _walk(path, found, skipped, unread)
         elif path.is_file():
             found.setdefault(path.resolve(), None)
         else:
             shown = escape_path(path)
-            missing.append(FileResult(path=shown, status="failed", error=f"{shown}: no such file or folder"))
-    return list(found), missing, [p for p in skipped if p not in found]
+            why = _not_a_file(path) if os.path.lexists(path) else "no such file or folder"
+            missing.append(FileResult(path=shown, status="failed", error=f"{shown}: {why}"))
+    return Discovered(list(found), missing, [p for p in skipped if p not in found], unread)
+
+
+def _walk(top: Path, found: dict[Path, None], skipped: dict[Path, None], unread: list[Skipped]) -> None:
+    """Add what a folder holds to `found`, `skipped` (not papers) and `unread` (with the reason)."""
+
+    def left(path: str | Path, reason: str) -> None:
+        unread.append(Skipped(path=escape_path(os.path.abspath(path)), reason=reason))
+
+    def cannot_list(exc: OSError) -> None:
+        left(exc.filename or top, f"cannot read this folder: {exc.strerror or exc}")
+
+    entries: list[Path] = []
+    for root, dirs, files in os.walk(top, onerror=cannot_list):
+        dirs.sort()
+        for name in dirs:
+            if not name.startswith(".") and os.path.islink(os.path.join(root, name)):
+                left(os.path.join(root, name), "a link to a folder: not followed (name it to ingest it)")
+        entries.extend(Path(root, name) for name in files)
+    for file in sorted(entries):  # the order of the paths, as before (not the walk's, folder by folder)
+        if file.name.startswith(".") or file.suffix.lower() not in SUPPORTED:
+            continue
+        if is_paper_file(file):
+            found.setdefault(file.resolve(), None)
+        elif file.is_file():
+            skipped.setdefault(file.resolve(), None)
+        else:
+            left(file, _not_a_file(file))
+
+
+def _not_a_file(path: Path) -> str:
+    """Why `path`, which exists as a name, is no regular file that can be read."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a link to nothing (what it points to does not exist)"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"a link that leads back to itself ({exc.strerror})"
+        return f"cannot read: {exc.strerror or exc}"
+    kinds = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"))
+    for test, kind in (*kinds, (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return f"not a regular file ({kind})"
+    return "not a regular file"
 
 
 def ingest(
@@ -172,7 +244,7 @@ def ingest(
     was done.
     """
     started = time.perf_counter()
-    files, report_files, skipped = discover(paths)
+    files, report_files, skipped, unread = discover(paths)
     own = store is None
     store = store or PaperStore.open(settings)
     embed_before = getattr(store.embedder, "seconds", 0.0)
@@ -181,6 +253,7 @@ def ingest(
         return IngestReport(
             files=report_files,
             skipped=[escape_path(p) for p in skipped],
+            unread=unread,
             seconds=time.perf_counter() - started,
             embed_seconds=getattr(store.embedder, "seconds", 0.0) - embed_before,
         )
@@ -283,9 +356,12 @@ def _ingest_file(
     wrote = False
     try:
         report("parsing")
-        paper = parse_file(path)
+        limits = settings.parsing
+        paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
         report("chunking")
-        options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}))
+        options = ChunkOptions(
+            **settings.chunking.model_dump(exclude={"strategy"}), embed=store.embedder.embed_documents
+        )
         chunks = chunk_paper(paper, store.embedder.token_counter, settings.chunking.strategy, options)
         if not any(c.kind == "chunk" for c in chunks):
             raise ParseError(path, "no text to index after parsing")

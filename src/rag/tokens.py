@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from tokenizers import Tokenizer
 
@@ -20,6 +20,15 @@ class TokenCounter(Protocol):
 
     def count(self, text: str) -> int:
         """Number of tokens in `text`, special tokens excluded."""
+        ...
+
+
+@runtime_checkable
+class TokenSpans(Protocol):
+    """A token counter that can also say where each token lies in the text (the `token` chunker cuts there)."""
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) character offsets of each token of `text`, special tokens excluded."""
         ...
 
 
@@ -40,6 +49,9 @@ class HFTokenCounter:
 
     def count(self, text: str) -> int:
         return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return list(self._tok.encode(text, add_special_tokens=False).offsets)
 
 
 class WordCounter:

@@ -88,3 +88,19 @@ def test_empty_and_bad_front_matter(tmp_path: Path) -> None:
     bad.write_text("---\ntitle: [unclosed\n---\n# T\n\ntext\n")
     with pytest.raises(ParseError, match=r"bad\.md: invalid YAML front matter"):
         parse_markdown(bad)
+
+
+def test_fenced_code_is_one_paragraph_that_keeps_its_lines() -> None:
+    paper = parse_markdown(
+        "# T\n\n## Abstract\n\nShort.\n\n## 2 Code\n\nBefore.\n\n"
+        "  ```python\n  # a comment, not a heading\n  def f():\n\n      return 1\n  ```\n\n"
+        "Inline ```x``` stays prose.\n\n~~~\n## still code\n````\n~~~\n\n```sh\nopen to the end\n"
+    )
+    assert [s.title for s in paper.sections] == ["Abstract", "2 Code"]
+    assert [p.text for p in paper.paragraphs if p.section_id == 1] == [
+        "Before.",
+        "```python\n# a comment, not a heading\ndef f():\n\n    return 1\n```",
+        "Inline ```x``` stays prose.",
+        "```\n## still code\n````\n```",  # a fence closes on its own character only
+        "```sh\nopen to the end\n```",
+    ]

@@ -7,6 +7,7 @@ import pytest
 from paperscope.errors import ChunkingError
 from paperscope.parser import Paper, parse_markdown
 from paperscope.rag.chunking import CHUNKERS, ChunkOptions, chunk_paper, context_header, max_chars
+from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.tokens import local_token_counter
 
 LONG = " ".join(f"Sentence number {i} explains one more detail of the retrieval pipeline." for i in range(120))
@@ -45,9 +46,9 @@ def paper() -> Paper:
 
 
 @pytest.mark.parametrize("strategy", sorted(CHUNKERS))
-def test_invariants(paper: Paper, strategy: str) -> None:
+def test_invariants(paper: Paper, strategy: str, local_embedder: CachedEmbedder) -> None:
     counter = local_token_counter()
-    chunks = chunk_paper(paper, counter, strategy)
+    chunks = chunk_paper(paper, counter, strategy, ChunkOptions(embed=local_embedder.embed_documents))
     body = [c for c in chunks if c.kind == "chunk"]
     assert [c.chunk_index for c in body] == list(range(len(body)))
     for c in body:
@@ -94,14 +95,15 @@ def test_unknown_strategy(paper: Paper) -> None:
 
 
 @pytest.mark.parametrize("strategy", sorted(CHUNKERS))
-def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str) -> None:
+def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str, local_embedder: CachedEmbedder) -> None:
     """The tokenizer counts a 50,000-character word as one unknown token: the character cap cuts it."""
     blob = "x" * 46_000 + "数据" * 2_000  # 50,000 characters: one unknown token, then unspaced CJK
     paper = parse_markdown(
         f"# Blob Paper\n\n## Abstract\n\nA short abstract.\n\n## 1 Data\n\nThe blob: {blob} ends here.\n"
     )
     counter = local_token_counter()
-    chunks = chunk_paper(paper, counter, strategy, ChunkOptions(chunk_size=200, parent_size=2000))
+    options = ChunkOptions(chunk_size=200, parent_size=2000, embed=local_embedder.embed_documents)
+    chunks = chunk_paper(paper, counter, strategy, options)
     for c in chunks:
         budget = 2000 if c.kind == "parent" else counter.max_tokens
         assert len(c.text) <= max_chars(budget) and len(c.index_text.encode()) < 65_535, (c.kind, len(c.text))

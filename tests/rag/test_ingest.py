@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -11,7 +15,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from paperscope.config import Settings
+from paperscope.config import Settings, load_settings
 from paperscope.parser import parse_file
 from paperscope.rag.chunking import chunk_paper
 from paperscope.rag.embeddings import CachedEmbedder, make_embedder
@@ -20,6 +24,7 @@ from paperscope.rag.ingest import FileResult, IngestInterrupted, doc_id_for, fil
 from paperscope.rag.paths import unescape_path
 from paperscope.rag.store import PaperStore
 from tests.markdown_papers import markdown as paper_markdown
+from tests.unprivileged import obeying_permissions, permissions_not_enforced
 
 PAPERS = ("flashrank", "quantkv", "hydra")
 
@@ -359,3 +364,125 @@ def test_a_title_longer_than_the_store_keeps_is_cut_with_a_warning(store: PaperS
     assert result.status == "ingested"
     assert result.warnings == ["long-title.md: the title is longer than the store keeps (2,048 bytes); it was cut"]
     assert len(store.get_paper(result.doc_id).title.encode()) <= 2048  # type: ignore[arg-type,union-attr]
+
+
+def test_a_text_file_over_the_size_limit_fails_alone_and_the_store_is_left_as_it_was(
+    store: PaperStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = ingest([write(tmp_path / "kept.md", small_paper("A Paper Kept Before", "lichen"))], store.settings, store)
+    papers, chunks = len(store.list_papers()), store.count_chunks(kind=None)
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(store.settings.home))
+    monkeypatch.setenv("PAPERSCOPE_PARSING__MAX_TEXT_BYTES", "2000")
+    settings = load_settings()
+    assert settings.parsing.max_text_bytes == 2000
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    big = write(folder / "big.txt", small_paper("A Paper Too Long", "tides " * 400))
+    write(folder / "good.md", small_paper("A Good Paper On Soil", "soil carbon"))
+    results = by_name(ingest([folder], settings, store).files)
+    size = big.stat().st_size
+    assert size > 2000 and results["big.txt"].status == "failed"
+    assert results["big.txt"].error == (
+        f"big.txt: too large for a text file ({size:,} bytes > 2,000; the limit is PAPERSCOPE_PARSING__MAX_TEXT_BYTES)"
+    )
+    assert results["good.md"].status == "ingested"
+    assert before.files[0].status == "ingested"
+    assert sorted(p.title for p in store.list_papers()) == ["A Good Paper On Soil", "A Paper Kept Before"]
+    assert len(store.list_papers()) == papers + 1
+    assert store.count_chunks(kind=None) == chunks + results["good.md"].chunks
+    assert_consistent(store)
+
+
+def test_the_parsing_limits_default_to_the_parser_s_own() -> None:
+    from paperscope.config import ParsingSettings
+    from paperscope.parser.markdown import MAX_TEXT_BYTES
+    from paperscope.parser.pdf import MAX_PAGES
+
+    assert (ParsingSettings().max_pages, ParsingSettings().max_text_bytes) == (MAX_PAGES, MAX_TEXT_BYTES)
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def deeper_than_path_max(top: Path) -> Path:
+    """Folders nested until their path is longer than PATH_MAX: listing the deepest fails, for root too."""
+    top.mkdir()
+    fd = os.open(top, os.O_RDONLY)
+    path = top
+    try:
+        while len(str(path)) <= os.pathconf(top, "PC_PATH_MAX"):
+            name = f"{len(path.parts):03d}" + "x" * 200
+            os.mkdir(name, dir_fd=fd)  # relative to an open folder: no long path is ever passed
+            deeper = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd, path = deeper, path / name
+    finally:
+        os.close(fd)
+    return path
+
+
+def test_what_a_folder_walk_cannot_take_is_listed_with_the_reason(store: PaperStore, tmp_path: Path) -> None:
+    """Conditions that stop root too: a folder path beyond PATH_MAX (ENAMETOOLONG), a broken link, a link
+    loop (ELOOP), a named pipe with a paper's name (reading it would block), and a link to a folder."""
+    folder = tmp_path / "library"
+    folder.mkdir()
+    write(folder / "good.md", small_paper("A Good Paper On Reefs", "coral reefs"))
+    (folder / "gone.pdf").symlink_to(tmp_path / "deleted.pdf")
+    (folder / "loop.pdf").symlink_to(folder / "loop.pdf")
+    os.mkfifo(folder / "pipe.pdf")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write(elsewhere / "other.md", small_paper("A Paper Elsewhere", "dunes"))
+    (folder / "linked").symlink_to(elsewhere)
+    deepest = deeper_than_path_max(folder / "deep")
+    report = ingest([folder], store.settings, store)
+    assert [(Path(f.path).name, f.status) for f in report.files] == [("good.md", "ingested")]
+    unread = {u.path: u.reason for u in report.unread}
+    assert unread.pop(str(folder / "gone.pdf")) == "a link to nothing (what it points to does not exist)"
+    loop = "a link that leads back to itself (Too many levels of symbolic links)"
+    assert unread.pop(str(folder / "loop.pdf")) == loop
+    assert unread.pop(str(folder / "pipe.pdf")) == "not a regular file (a named pipe)"
+    assert unread.pop(str(folder / "linked")) == "a link to a folder: not followed (name it to ingest it)"
+    [(too_long, reason)] = unread.items()  # nothing else
+    assert reason == "cannot read this folder: File name too long"
+    assert str(deepest).startswith(too_long) and len(too_long) > os.pathconf(tmp_path, "PC_PATH_MAX")
+    [pipe] = ingest([folder / "pipe.pdf"], store.settings, store).files  # named explicitly: failed, said why
+    assert (pipe.status, pipe.error) == ("failed", f"{folder / 'pipe.pdf'}: not a regular file (a named pipe)")
+
+
+# discover() and ingest() of a folder holding a folder and a file that may not be read, in a process that
+# obeys file permissions (as root, as the tests run in CI: without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH).
+UNREADABLE = """
+import json, sys
+from paperscope.config import Settings
+from paperscope.rag.ingest import ingest
+report = ingest([sys.argv[1]], Settings(home=sys.argv[2]))
+print(json.dumps({"unread": [u.model_dump() for u in report.unread], "files": [f.model_dump() for f in report.files]}))
+"""
+
+
+def test_an_unreadable_folder_is_listed_and_an_unreadable_file_fails_with_the_reason(tmp_path: Path) -> None:
+    """chmod 000 on a folder and on a file, walked by a process that obeys file permissions."""
+    if why := permissions_not_enforced(tmp_path):
+        pytest.skip(why)
+    folder = tmp_path / "library"
+    locked = folder / "locked"
+    locked.mkdir(parents=True)
+    write(locked / "inside.md", small_paper("A Paper Locked Away", "locks"))
+    secret = write(folder / "secret.md", small_paper("A Secret Paper", "secrets"))
+    locked.chmod(0)
+    secret.chmod(0)
+    try:
+        command = [sys.executable, "-c", UNREADABLE, str(folder), str(tmp_path / "home")]
+        result = subprocess.run(obeying_permissions(command), capture_output=True, text=True, timeout=300)
+    finally:
+        locked.chmod(0o755)
+        secret.chmod(0o644)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["unread"] == [{"path": str(locked), "reason": "cannot read this folder: Permission denied"}]
+    [failed] = report["files"]
+    assert (failed["path"], failed["status"]) == (str(secret), "failed")
+    assert failed["error"] == "secret.md: cannot read: Permission denied"

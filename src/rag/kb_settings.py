@@ -1,0 +1,327 @@
+"""A knowledge base's own settings, kept with it in Milvus: the settings layer between the request and the user file.
+
+They live as properties of the kb's chunks collection (`{kb}_chunks`), beside `paperscope.embedder` and
+`paperscope.dim`, so a Milvus server carries them to every machine that uses the kb:
+
+- `paperscope.settings`: what the kb was created with (JSON, dotted names): its embedding model, fixed
+  for its life (another model asked for by any layer is a ConfigError), and its chunking settings;
+- `paperscope.overrides`: what `paperscope config --kb NAME --set retrieval.k=7` stored (`--unset` removes).
+
+The store writes the first at creation (`created_properties`). A kb made before these existed has no
+`paperscope.settings`: its embedding model is read from `paperscope.embedder` when that says which spec it
+was (local, sentence-transformers:...), so it is fixed all the same.
+
+Every function works on a pymilvus MilvusClient (`store.client`, or the one `kb_client` opens before any
+store is, since the embedder a store is opened with depends on these settings).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import Settings
+from ..errors import ConfigError, StoreError
+from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, flatten, load_layers, validate_values
+from .embeddings import LOCAL_MODEL_NAME
+
+if TYPE_CHECKING:
+    from pymilvus import MilvusClient  # type: ignore[import-untyped]
+
+log = logging.getLogger(__name__)
+PROP_SETTINGS = "paperscope.settings"
+PROP_OVERRIDES = "paperscope.overrides"
+_PROP_EMBEDDER = "paperscope.embedder"  # the embedder's name, written by the store
+_PROP_DIM = "paperscope.dim"
+#: Saved when a kb is created.
+CREATED = (
+    "embedding.model",
+    "chunking.strategy",
+    "chunking.chunk_size",
+    "chunking.overlap",
+    "chunking.parent_size",
+    "chunking.child_size",
+)
+#: Fixed for a kb's life: its vectors were made by this model.
+FIXED = frozenset({"embedding.model"})
+_SERVER = re.compile(r"^(https?|tcp|unix)://|^unix:")
+
+
+def not_per_kb(name: str) -> str | None:
+    """Why setting `name` cannot be one of a kb's own settings, or None when it can."""
+    if name == "home" or name.startswith("store."):
+        return "it says where the knowledge base is, so it cannot be kept in it"
+    if name == "llm.api_key":
+        return "a secret is not stored in the knowledge base: set it in config.toml or OPENAI_API_KEY"
+    if name in FIXED:
+        return "it is fixed when the knowledge base is created: use another knowledge base for another one"
+    return None
+
+
+def chunks_collection(kb: str) -> str:
+    """The collection whose properties hold the kb's settings."""
+    return f"{kb}_chunks"
+
+
+@dataclass(frozen=True)
+class KbSettings:
+    """A knowledge base's own settings: those saved at creation and its overrides (dotted names)."""
+
+    kb: str
+    created: Mapping[str, Any] = field(default_factory=dict)
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    #: The vector dimension it was created with (None when not recorded).
+    dim: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"knowledge base {self.kb!r}"
+
+    @property
+    def embedding_model(self) -> str | None:
+        """The embedding model spec it was created with, when known."""
+        model = self.created.get("embedding.model")
+        return str(model) if model is not None else None
+
+    def layer(self) -> Layer:
+        """The settings layer of this kb: overrides over created values; its embedding model fixed."""
+        values = {**self.created, **self.overrides}
+        origins = {name: f"{self.label}, as created" for name in self.created}
+        origins |= {name: f"{self.label}, by config --set" for name in self.overrides}
+        notes = {"embedding.model": f"dim {self.dim}"} if self.dim else {}
+        return Layer("kb", values, origins, label=self.label, fixed=FIXED & set(self.created), notes=notes)
+
+
+def spec_of(spec: str, embedder_name: str) -> str:
+    """The embedding spec to save for a kb built by the embedder named `embedder_name` from settings' `spec`:
+    `spec` when it names that embedder, else one made from the name (an embedder handed to the store)."""
+    provider, _, arg = spec.strip().partition(":")
+    named = {
+        "local": LOCAL_MODEL_NAME if not arg else None,
+        "sentence-transformers": f"sentence-transformers:{arg}",
+        "openai": f"openai:{arg.partition('@')[0]}",
+    }.get(provider.lower())
+    if named == embedder_name:
+        return spec.strip()
+    return "local" if embedder_name == LOCAL_MODEL_NAME else embedder_name
+
+
+def created_properties(settings: Settings, embedder_name: str, dim: int) -> dict[str, str]:
+    """The collection properties that save a new kb's settings (the store adds them when it creates a kb)."""
+    flat = flatten(settings.model_dump(mode="json"))
+    saved = {name: flat[name] for name in CREATED}
+    saved["embedding.model"] = spec_of(settings.embedding.model, embedder_name)
+    return {PROP_SETTINGS: json.dumps(saved, sort_keys=True)}
+
+
+def _load_json(kb: str, prop: str, raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise StoreError(f"knowledge base {kb!r}: its property {prop} is not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise StoreError(f"knowledge base {kb!r}: its property {prop} is not a JSON object")
+    return data
+
+
+def _legacy_model(props: Mapping[str, str]) -> dict[str, Any]:
+    """The embedding spec of a kb made before settings were saved, when its embedder's name tells it."""
+    name = props.get(_PROP_EMBEDDER, "")
+    if name == LOCAL_MODEL_NAME:
+        return {"embedding.model": "local"}
+    if name.startswith("sentence-transformers:"):
+        return {"embedding.model": name}
+    return {}  # openai:<model> may have been asked for with @dim: the store's own check guards it
+
+
+def read_kb_settings(client: MilvusClient, kb: str) -> KbSettings | None:
+    """The settings kept with knowledge base `kb`, or None when it has no chunks collection (does not exist).
+
+    Saved values that are no setting any more are dropped with a warning; overrides are checked as when set.
+    """
+    collection = chunks_collection(kb)
+    try:
+        if not client.has_collection(collection):
+            return None
+        desc = client.describe_collection(collection)
+    except Exception as exc:
+        raise StoreError(f"knowledge base {kb!r}: reading its settings failed: {exc}") from exc
+    props: dict[str, str] = desc.get("properties") or {}
+    created = _load_json(kb, PROP_SETTINGS, props.get(PROP_SETTINGS)) or _legacy_model(props)
+    for name in [n for n in created if n not in CREATED]:
+        log.warning("knowledge base %r: saved setting %s is not one any more; ignored", kb, name)
+        created.pop(name)
+    dim = props.get(_PROP_DIM)
+    try:
+        created = validate_values(created)
+    except SettingError as exc:
+        raise exc.at(f"knowledge base {kb!r}") from None
+    overrides = _load_json(kb, PROP_OVERRIDES, props.get(PROP_OVERRIDES))
+    try:
+        overrides = _check_overrides(overrides)
+    except SettingError as exc:
+        hint = f" (`paperscope config --kb {kb} --unset {exc.name}` removes it)"
+        raise ConfigError(f"knowledge base {kb!r}: {exc.text}{hint}") from None
+    return KbSettings(kb, created, overrides, int(dim) if dim and dim.isdigit() else None)
+
+
+def _check_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Override values checked against Settings (and against the names a kb may set); SettingError else."""
+    for name in values:
+        check_name(name)
+        if why := not_per_kb(name):
+            raise SettingError(name, f"{name} cannot be a knowledge base's own setting: {why}")
+    checked = validate_values(values)
+    _check_names_of_parts(checked)
+    return checked
+
+
+def _check_names_of_parts(values: Mapping[str, Any]) -> None:
+    """Names Settings takes as free text but paperscope knows: a chunker, a retriever."""
+    from .chunking import CHUNKERS
+
+    known = {"chunking.strategy": sorted(CHUNKERS), "retrieval.retriever": ["bm25", "dense", "hybrid"]}
+    for name, choices in known.items():
+        if name in values and values[name] not in choices:
+            raise SettingError(name, f"invalid setting {name}: {values[name]!r} is not one of {', '.join(choices)}")
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """`retrieval.k=7` -> ("retrieval.k", 7): the value read as a TOML value (7, 0.5, true, "x"), else as text."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise ConfigError(f"--set {text!r}: expected NAME=VALUE, e.g. retrieval.k=7")
+    raw = raw.strip()
+    try:
+        value: Any = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return name, value
+
+
+def save_overrides(
+    client: MilvusClient, kb: str, set_values: Mapping[str, Any] | None = None, unset: Iterable[str] = ()
+) -> KbSettings:
+    """Store `set_values` (dotted) as kb overrides and remove the `unset` ones; returns the kb's settings after.
+
+    Values are checked against Settings first (ConfigError, one line, naming the setting); nothing is saved
+    then. StoreError when the kb does not exist.
+    """
+    current = read_kb_settings(client, kb)
+    if current is None:
+        raise StoreError(f"knowledge base {kb!r} does not exist (`paperscope ingest PATH --kb {kb}` creates it)")
+    unset = list(unset)
+    for name in unset:
+        try:
+            check_name(name)
+        except SettingError as exc:
+            raise exc.at("--unset") from None
+    try:
+        new_values = _check_overrides(set_values or {})
+    except SettingError as exc:
+        raise exc.at(f"knowledge base {kb!r}") from None
+    overrides = {k: v for k, v in current.overrides.items() if k not in unset} | new_values
+    data = {k: _jsonable(v) for k, v in overrides.items()}
+    try:
+        client.alter_collection_properties(
+            chunks_collection(kb), properties={PROP_OVERRIDES: json.dumps(data, sort_keys=True)}
+        )
+    except Exception as exc:
+        raise StoreError(f"knowledge base {kb!r}: saving its settings failed: {exc}") from exc
+    return KbSettings(kb, current.created, overrides, current.dim)
+
+
+def _jsonable(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
+
+
+def _milvus_client() -> type[MilvusClient]:
+    # pymilvus parses MILVUS_URI when first imported and raises on a Lite path (see store.py).
+    env_uri = os.environ.pop("MILVUS_URI", None)
+    try:
+        from pymilvus import MilvusClient
+    finally:
+        if env_uri is not None:
+            os.environ["MILVUS_URI"] = env_uri
+    return MilvusClient  # type: ignore[no-any-return]
+
+
+def _lite_running(path: str) -> bool:
+    """True when this process already serves the Milvus Lite data at `path` (a store is open on it)."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    return os.path.abspath(path) in getattr(server_manager_instance, "_servers", {path: None})
+
+
+@contextmanager
+def kb_client(settings: Settings) -> Iterator[MilvusClient | None]:
+    """A client of the Milvus that `settings.store` names, or None when it is a Milvus Lite file not made yet.
+
+    Creates nothing. A Milvus Lite server this opens is stopped again on exit (one a store of this
+    process serves is left alone). StoreError, one line, when Milvus cannot be reached.
+    """
+    uri, kb = settings.store.uri, settings.store.kb
+    lite: str | None = None
+    if not (uri and _SERVER.match(uri)):
+        if uri and not uri.endswith(".db"):
+            yield None  # not a Lite file name: the store says so when it is opened
+            return
+        lite = str((Path(uri) if uri else Path(settings.home) / "milvus.db").expanduser().resolve())
+        if not Path(lite).is_dir():
+            yield None
+            return
+    target = lite or str(uri)
+    started = lite is not None and not _lite_running(lite)
+    try:
+        client = _milvus_client()(uri=target, token=settings.store.token or "")
+    except Exception as exc:
+        why = str(exc)
+        if lite is not None:
+            from .store import lite_problem
+
+            why = lite_problem(lite)
+        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {target}: {why}") from exc
+    try:
+        yield client
+    finally:
+        try:
+            client.close()
+        finally:
+            if started and lite is not None:
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(lite)
+
+
+def peek_kb_settings(settings: Settings) -> KbSettings | None:
+    """The settings kept with the kb `settings.store.kb` names, read before any store is opened; None when
+    that kb does not exist yet."""
+    with kb_client(settings) as client:
+        return None if client is None else read_kb_settings(client, settings.store.kb)
+
+
+def load_kb_layers(request: Mapping[str, Any] | None = None, *, ignore_store_errors: bool = False) -> LayeredSettings:
+    """Settings from every layer for the kb they name (store.kb): request > its own settings > user file > env >
+    defaults. `ignore_store_errors`: when Milvus cannot be read, go on without the kb layer (for `doctor`, which
+    reports the store itself). ConfigError or StoreError, one line, else.
+    """
+    layered = load_layers(request)
+    try:
+        found = peek_kb_settings(layered.settings)
+    except StoreError:
+        if not ignore_store_errors:
+            raise
+        found = None
+    return layered if found is None else layered.with_kb(found.layer())
+

@@ -1,0 +1,332 @@
+"""Rerank passages for a query: a cross-encoder, an HTTP rerank endpoint or the chat model, behind one interface.
+
+Specs understood by `parse_rerank_spec`:
+
+- ``cross-encoder:<name-or-path>``: a sentence-transformers `CrossEncoder` from a local folder, or a model name
+  already in the local Hugging Face cache; nothing is downloaded. Loaded on the first `score` call and shared by
+  every reranker of the same model in the process.
+- ``http(s)://host[:port]/.../rerank[#model]``: an endpoint in the shape llama.cpp's server, vLLM, TEI gateways,
+  Jina and Cohere serve: POST ``{"model", "query", "documents": [str], "top_n"}``, reply
+  ``{"results": [{"index", "relevance_score"}]}``. The URL fragment, if any, is sent as ``model`` (servers that
+  host one model ignore it): ``http://localhost:8080/v1/rerank#bge-reranker-v2-m3``.
+- ``llm``: the chat model rates each passage 0-10 (prompt ``prompts/rerank.md``); a reply without a readable
+  score leaves that passage at the neutral `NEUTRAL_SCORE` and adds a line to `notes`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from pydantic import BaseModel, Field, ValidationError
+
+from ..errors import ConfigError, PaperscopeError, RerankError
+from ..prompts import load_prompt
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+log = logging.getLogger(__name__)
+
+RERANK_SPECS = "'cross-encoder:<name-or-path>', 'http(s)://host/.../rerank[#model]' or 'llm'"
+NEUTRAL_SCORE = 5.0  # the middle of the llm reranker's 0-10 scale
+MAX_PASSAGE_CHARS = 4000  # what the llm reranker shows of a passage: enough to judge it, small for small models
+
+T = TypeVar("T")
+
+
+class Reranker(Protocol):
+    """Scores passages for a query; higher is more relevant. Scores compare within one call only."""
+
+    name: str  # what the user configured, e.g. "cross-encoder:/models/bge-reranker-base"
+    provider: str  # "cross-encoder", "http" or "llm"
+    model: str | None  # the model's name or path, when known
+    notes: list[str]  # what the last `score` call could not do well (e.g. replies without a score)
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        """One finite score per text, in the order of `texts`."""
+        ...
+
+
+def rerank(
+    reranker: Reranker, query: str, items: Sequence[T], text_of: Callable[[T], str], top_n: int | None = None
+) -> list[tuple[T, float]]:
+    """`items` with their scores, best first (ties keep the input order), cut to `top_n` when given."""
+    if not items or top_n == 0:
+        return []
+    scores = reranker.score(query, [text_of(item) for item in items])
+    if len(scores) != len(items):
+        raise RerankError(f"reranker {reranker.name}: {len(scores)} scores for {len(items)} passages")
+    if not all(math.isfinite(s) for s in scores):
+        raise RerankError(f"reranker {reranker.name}: a score is not a finite number ({scores})")
+    ranked = sorted(zip(items, scores, strict=True), key=lambda pair: -pair[1])
+    return ranked if top_n is None else ranked[:top_n]
+
+
+def parse_rerank_spec(
+    spec: str, chat_model: BaseChatModel | None = None, *, timeout: float = 30.0, api_key: str | None = None
+) -> Reranker:
+    """The reranker named by `spec` (see the module docstring); `chat_model` serves ``llm``, `timeout` and
+    `api_key` (sent as a Bearer token) an HTTP endpoint. A bad spec is a ConfigError listing the accepted forms."""
+    text = spec.strip()
+    head, _, arg = text.partition(":")
+    if text.lower() == "llm":
+        if chat_model is None:
+            raise ConfigError("reranker 'llm' needs a chat model: set llm.model (PAPERSCOPE_LLM_MODEL)")
+        return LLMReranker(chat_model)
+    if head.lower() in ("http", "https"):
+        parts = urlsplit(text)
+        if not parts.netloc or not parts.path.rstrip("/").endswith("rerank"):
+            raise ConfigError(
+                f"rerank endpoint {text!r}: give the full URL of the rerank route, e.g. http://localhost:8080/v1/rerank"
+            )
+        url = urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+        return HTTPReranker(url, parts.fragment or None, timeout=timeout, api_key=api_key)
+    if head.lower() == "cross-encoder" and arg.strip():
+        return CrossEncoderReranker(_cross_encoder_ref(arg.strip()))
+    raise ConfigError(f"unknown reranker {spec!r}; use {RERANK_SPECS}")
+
+
+def _flat(text: str, limit: int = 200) -> str:
+    """`text` on one line, cut to `limit` characters: error messages quote what a server said."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# --- cross-encoder -------------------------------------------------------------------------
+
+
+def _cross_encoder_ref(arg: str) -> str:
+    """A folder (resolved) or a cached model name; a path that does not exist is an error naming it."""
+    path = Path(arg).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"cross-encoder model {arg!r}: {path} is a file; give the model's folder")
+        return str(path.resolve())
+    # "org/name" is a Hub name; anything else with a separator, or starting like a path, is a path.
+    if arg.startswith(("/", ".", "~")) or arg.count("/") > 1 or (os.sep != "/" and os.sep in arg):
+        raise ConfigError(f"cross-encoder model folder {path} does not exist")
+    return arg
+
+
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def load_cross_encoder(ref: str) -> Any:
+    """A sentence-transformers CrossEncoder from local files on CPU, loaded once per process."""
+    with _MODELS_LOCK:
+        model = _MODELS.get(ref)
+        if model is not None:
+            return model
+        # Never reach for the Hub: a missing model must fail fast, not hang on the network.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from sentence_transformers import CrossEncoder
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            model = CrossEncoder(ref, device="cpu", local_files_only=True)
+        except Exception as exc:  # OSError, ValueError, HF errors: all mean "not available locally"
+            raise ConfigError(
+                f"cannot load cross-encoder {ref!r} from local files (downloads are disabled): {_flat(str(exc))}"
+            ) from exc
+        _MODELS[ref] = model
+        return model
+
+
+class CrossEncoderReranker:
+    """A local cross-encoder reading (query, passage) pairs; its scores are the model's relevance outputs."""
+
+    provider = "cross-encoder"
+
+    def __init__(self, ref: str, *, batch_size: int = 32) -> None:
+        self.model: str | None = ref
+        self.name = f"cross-encoder:{ref}"
+        self.batch_size = batch_size
+        self.notes: list[str] = []
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        """Relevance of each text to `query`, by the cross-encoder."""
+        self.notes = []
+        if not texts:
+            return []
+        assert self.model is not None
+        encoder = load_cross_encoder(self.model)
+        try:
+            out = encoder.predict(
+                [(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False, convert_to_numpy=True
+            )
+        except Exception as exc:
+            raise RerankError(f"{self.name}: scoring failed: {type(exc).__name__}: {_flat(str(exc))}") from exc
+        rows = [[float(v) for v in row] if hasattr(row, "__len__") else [float(row)] for row in out]
+        if any(len(row) != 1 for row in rows):
+            raise RerankError(f"{self.name}: the model has {len(rows[0])} outputs per pair; a reranker has one")
+        return [row[0] for row in rows]
+
+
+# --- HTTP rerank endpoints ---------------------------------------------------------------------
+
+
+class _Result(BaseModel):
+    index: int = Field(strict=True, ge=0)
+    relevance_score: float = Field(allow_inf_nan=False)
+
+
+class _Reply(BaseModel):
+    results: list[_Result]
+
+
+class HTTPReranker:
+    """A rerank endpoint (llama.cpp, vLLM, TEI gateways, Jina, Cohere); every failure is a RerankError naming it."""
+
+    provider = "http"
+
+    def __init__(
+        self, url: str, model: str | None = None, *, timeout: float = 30.0, api_key: str | None = None
+    ) -> None:
+        self.url = url
+        self.model = model
+        self.name = f"{url}#{model}" if model else url
+        self.timeout = timeout
+        self.notes: list[str] = []
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout, headers=headers)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
+
+    def _fail(self, reason: str) -> RerankError:
+        return RerankError(f"rerank endpoint {self.url}: {reason}")
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        """The endpoint's relevance score of each text; a text the reply leaves out ranks below all others."""
+        self.notes = []
+        if not texts:
+            return []
+        payload: dict[str, Any] = {"query": query, "documents": texts, "top_n": len(texts)}
+        if self.model:
+            payload["model"] = self.model
+        try:
+            response = self._client.post(self.url, json=payload)
+        except httpx.TimeoutException as exc:
+            raise self._fail(f"no reply within {self.timeout:g} s") from exc
+        except httpx.HTTPError as exc:
+            raise self._fail(f"cannot reach it: {type(exc).__name__}: {_flat(str(exc))}") from exc
+        if response.status_code >= 400:
+            raise self._fail(f"HTTP {response.status_code}: {_flat(response.text) or '(empty body)'}")
+        try:
+            body = json.loads(response.content)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise self._fail(f"the reply is not JSON: {_flat(response.text, 120) or '(empty body)'}") from exc
+        try:
+            reply = _Reply.model_validate(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "reply"
+            raise self._fail(
+                f'unexpected reply, want {{"results": [{{"index", "relevance_score"}}]}}: {where}: {first["msg"]}'
+            ) from exc
+        scores: list[float | None] = [None] * len(texts)
+        for result in reply.results:
+            if result.index >= len(texts):
+                raise self._fail(f"result index {result.index} is out of range for {len(texts)} documents")
+            if scores[result.index] is not None:
+                raise self._fail(f"result index {result.index} appears twice")
+            scores[result.index] = result.relevance_score
+        given = [s for s in scores if s is not None]
+        if not given:
+            raise self._fail(f"no results for {len(texts)} documents")
+        if len(given) < len(texts):
+            self.notes.append(f"{self.name} scored {len(given)} of {len(texts)} passages; the rest rank last")
+        floor = min(given) - 1.0
+        return [floor if s is None else s for s in scores]
+
+
+# --- the chat model as a judge -------------------------------------------------------------------------------
+
+_THINKING = re.compile(r"<think>.*?(</think>|\Z)", re.S | re.I)
+_NUMBER = re.compile(r"(?<![\d.])\d{1,2}(?:\.\d+)?(?![\d.])")
+
+
+def read_score(reply: str) -> float | None:
+    """The first number from 0 to 10 in a reply ("7", "Score: 8/10", "**9**"), reasoning blocks skipped."""
+    for match in _NUMBER.finditer(_THINKING.sub(" ", reply)):
+        value = float(match.group())
+        if 0.0 <= value <= 10.0:
+            return value
+    return None
+
+
+def _chat_model_name(model: BaseChatModel) -> str:
+    for attr in ("model_name", "model"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+class LLMReranker:
+    """The chat model rates each passage 0-10, `max_concurrency` requests at a time."""
+
+    provider = "llm"
+
+    def __init__(self, chat_model: BaseChatModel, *, max_concurrency: int = 4) -> None:
+        self.chat_model = chat_model
+        self.model: str | None = _chat_model_name(chat_model)
+        self.name = f"llm:{self.model}"
+        self.max_concurrency = max_concurrency
+        self.notes: list[str] = []
+
+    def score(self, query: str, texts: list[str]) -> list[float]:
+        """A 0-10 score per text; a reply with no score gives `NEUTRAL_SCORE` and a note. A failing model call
+        is an LLMError."""
+        from langchain_core.messages import HumanMessage
+
+        self.notes = []
+        if not texts:
+            return []
+        prompt = load_prompt("rerank")
+        inputs = [
+            [HumanMessage(content=prompt.format(query=query, passage=_clip(text, MAX_PASSAGE_CHARS)))] for text in texts
+        ]
+        replies = self.chat_model.batch(
+            inputs,  # type: ignore[arg-type]  # a list of message lists is a valid batch input
+            config={"max_concurrency": self.max_concurrency},
+            return_exceptions=True,
+        )
+        scores: list[float] = []
+        for i, reply in enumerate(replies):
+            if isinstance(reply, Exception):
+                raise _llm_error(reply, self.chat_model) from reply
+            text = str(getattr(reply, "text", reply))
+            value = read_score(text)
+            if value is None:
+                self.notes.append(
+                    f"{self.name} gave passage {i + 1} no score (reply: {_flat(text, 80)!r}); it kept {NEUTRAL_SCORE:g}"
+                )
+                log.warning("%s", self.notes[-1])
+                value = NEUTRAL_SCORE
+            scores.append(value)
+        return scores
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _llm_error(exc: Exception, model: BaseChatModel) -> PaperscopeError:
+    from ..agent.llm import as_llm_error  # the agent's wording of model failures; imported only when one happens
+
+    return as_llm_error(exc, model)

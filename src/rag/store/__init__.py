@@ -1,0 +1,58 @@
+"""The Milvus store: one knowledge base = a chunks collection and a papers catalogue.
+
+Same code path for Milvus Lite (a local file, the default) and a Milvus server: pymilvus
+`MilvusClient` only. Schema, indexes and the ingest protocol are described in DESIGN.md.
+`PaperStore` is the API; each part says what it holds and what Milvus Lite needs of it:
+
+- paper_store.py: PaperStore, assembled from the parts below, opened and closed;
+- connection.py: where a kb lives (Lite data directory or server URI), the Lite lock, the shared Lite server;
+- milvus.py: pymilvus, imported once with MILVUS_URI set aside;
+- base.py: the client, failures as StoreError, whole-result queries, flushing, and readiness (a paper is shown
+  only once all its chunks are stored);
+- schema.py: fields, indexes, BM25 functions, properties; collections made, checked and migrated;
+- records.py: StoredChunk, PaperRecord, PaperAlias, row mapping, VARCHAR limits;
+- writes.py: the ingest protocol, deletes, a paper's status and sources;
+- reads.py: reads by doc_id, the catalogue, damage and inventory checks;
+- search.py: dense, BM25 and hybrid chunk search, paper search.
+
+The checks on Milvus Lite were made against milvus-lite 3.2.2 + pymilvus 3.0.2.
+"""
+
+from .base import CONSISTENCY, QUERY_WINDOW
+from .connection import knowledge_bases, lite_problem
+from .paper_store import PaperStore
+from .records import (
+    STATUS_BROKEN,
+    STATUS_INGESTING,
+    STATUS_READY,
+    PaperAlias,
+    PaperRecord,
+    Status,
+    StoredChunk,
+    chunk_row_id,
+    clipped,
+)
+from .schema import CHUNK_FIELDS, PAPER_FIELDS, PROP_DIM, PROP_EMBEDDER, PROP_SCHEMA, SCHEMA_VERSION
+
+__all__ = [
+    "CHUNK_FIELDS",
+    "CONSISTENCY",
+    "PAPER_FIELDS",
+    "PROP_DIM",
+    "PROP_EMBEDDER",
+    "PROP_SCHEMA",
+    "QUERY_WINDOW",
+    "SCHEMA_VERSION",
+    "STATUS_BROKEN",
+    "STATUS_INGESTING",
+    "STATUS_READY",
+    "PaperAlias",
+    "PaperRecord",
+    "PaperStore",
+    "Status",
+    "StoredChunk",
+    "chunk_row_id",
+    "clipped",
+    "knowledge_bases",
+    "lite_problem",
+]

@@ -1,0 +1,129 @@
+"""Opening Milvus: where a knowledge base lives (a Milvus Lite data directory or a server URI), the Lite lock,
+and the in-process Lite server that every store of one path shares.
+
+Milvus Lite notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
+- The Lite file is a directory, locked by the process that serves it (an flock on its LOCK file): one
+  process at a time. Opening fails the same way when the lock is held and when the data is damaged, so
+  the store probes the lock itself to say which (`lite_problem`).
+- A Lite file is served by an in-process gRPC server shared by every client of that path; the last
+  PaperStore to close it stops the server (and frees the data directory's lock): `connect` counts the
+  users of a path and `disconnect` releases the server when the count reaches zero.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+
+from ...config import Settings
+from ...errors import StoreError
+from ..writable import read_only_problem
+from .milvus import MilvusClient
+
+# Stores open on each Lite path in this process (see the module notes).
+_LITE_USERS: dict[str, int] = {}
+_LITE_LOCK = threading.Lock()
+
+
+def resolve_uri(settings: Settings, create: bool = True) -> tuple[str, str | None]:
+    """(uri for MilvusClient, Lite data path or None for a server); no directory is made unless `create`."""
+    uri = settings.store.uri
+    kb = settings.store.kb
+    if re.match(r"^(https?|tcp|unix)://", uri or "") or (uri or "").startswith("unix:"):
+        return str(uri), None
+    if not uri:
+        file = (Path(settings.home).expanduser() / "milvus.db").resolve()
+    elif uri.endswith(".db"):
+        file = Path(uri).expanduser().resolve()
+    else:
+        raise StoreError(
+            f"knowledge base {kb!r}: MILVUS_URI {uri!r} is neither a server (http://host:19530) nor a "
+            f"Milvus Lite file, whose name must end in .db (e.g. {uri.rstrip('/')}/milvus.db)"
+        )
+    if not create and not file.exists():
+        raise StoreError(
+            f"knowledge base {kb!r} does not exist: there is no store at {file} yet "
+            f"(`paperscope ingest PATH --kb {kb}` creates it)"
+        )
+    if file.exists() and not file.is_dir():
+        raise StoreError(f"knowledge base {kb!r}: {lite_problem(str(file))}")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"knowledge base {kb!r}: cannot create {file.parent}: {exc.strerror or exc}") from exc
+    return str(file), str(file)
+
+
+def connect(settings: Settings, create: bool = True) -> tuple[MilvusClient, str, str | None]:
+    """(client, uri, Lite data path or None) for the store `settings` name; a Lite path gains a user, which
+    `disconnect` gives back."""
+    kb = settings.store.kb
+    uri, lite_path = resolve_uri(settings, create)
+    try:
+        client = MilvusClient(uri=uri, token=settings.store.token or "")
+    except Exception as exc:
+        why = lite_problem(lite_path) if lite_path else str(exc)
+        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {uri}: {why}") from exc
+    if lite_path is not None:
+        with _LITE_LOCK:
+            _LITE_USERS[lite_path] = _LITE_USERS.get(lite_path, 0) + 1
+    return client, uri, lite_path
+
+
+def disconnect(client: MilvusClient, lite_path: str | None) -> None:
+    """Close `client`, and stop the Lite server of `lite_path` when no other store of this process uses it."""
+    try:
+        client.close()
+    finally:
+        if lite_path is not None:
+            with _LITE_LOCK:
+                users = _LITE_USERS.get(lite_path, 1) - 1
+                if users > 0:
+                    _LITE_USERS[lite_path] = users
+                else:
+                    _LITE_USERS.pop(lite_path, None)
+            if users <= 0:
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(lite_path)
+
+
+def knowledge_bases(client: MilvusClient) -> list[str]:
+    """Names of the knowledge bases in a Milvus instance (both collections present)."""
+    names = set(client.list_collections())
+    return sorted(n[: -len("_chunks")] for n in names if n.endswith("_chunks") and f"{n[:-7]}_papers" in names)
+
+
+def lite_problem(path: str) -> str:
+    """Why a Milvus Lite data directory cannot be opened: another process holds its lock, or it is damaged.
+
+    Lite reports both as "Open local milvus failed"; the lock (an flock on LOCK) tells them apart.
+    """
+    data = Path(path)
+    if data.exists() and not data.is_dir():
+        return (
+            f"{data} is not a Milvus Lite data directory (a file is in its place, e.g. from an older Milvus Lite); "
+            "move it aside and ingest again"
+        )
+    if read_only := read_only_problem(data):  # fails to open like damaged data (see writable.py)
+        return read_only
+    lock = data / "LOCK"
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock to probe
+        return "another process may be using this Milvus Lite file, or it is damaged"
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return f"the Milvus Lite data at {data} is damaged (no readable LOCK file); move it aside and ingest again"
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return "another process is using this Milvus Lite file (it holds the lock); wait for it to finish"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    return f"the Milvus Lite data at {data} is damaged; move it aside and ingest again"

@@ -1,0 +1,37 @@
+"""pymilvus, imported once with MILVUS_URI set aside: every part of the store takes its pymilvus names from here.
+
+pymilvus parses MILVUS_URI when it is imported and raises on anything but a server URL, so
+`MILVUS_URI=/path/kb.db` (a Lite file, which paperscope reads itself) would end in a traceback.
+The variable is hidden for the import and put back, so configuration still sees it (config.py).
+"""
+
+from __future__ import annotations
+
+import os
+
+_ENV_URI = os.environ.pop("MILVUS_URI", None)
+try:
+    from pymilvus import (  # type: ignore[import-untyped]
+        AnnSearchRequest,
+        CollectionSchema,
+        DataType,
+        Function,
+        FunctionType,
+        MilvusClient,
+        RRFRanker,
+        WeightedRanker,
+    )
+finally:
+    if _ENV_URI is not None:
+        os.environ["MILVUS_URI"] = _ENV_URI
+
+__all__ = [
+    "AnnSearchRequest",
+    "CollectionSchema",
+    "DataType",
+    "Function",
+    "FunctionType",
+    "MilvusClient",
+    "RRFRanker",
+    "WeightedRanker",
+]

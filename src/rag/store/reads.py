@@ -1,0 +1,178 @@
+"""Reads by doc_id and over the catalogue: context windows, sections, a paper's chunks, counts, the catalogue,
+the damaged-paper check and the chunk inventory `check` compares with it.
+
+Reads of a paper's text (`get_context_window`, `get_body_chunks`, `get_section`) return nothing for a paper
+that is not ready (see base.py); reads of the catalogue show every paper with its status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...parser.models import SectionCategory
+from ..filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
+from .base import CONSISTENCY, StoreBase
+from .records import SHA256, PaperRecord, StoredChunk, to_chunk, to_paper
+from .schema import BRIEF_OUT, CHUNK_OUT, PAPER_OUT
+
+
+def _kind_expr(kind: str | None) -> str:
+    """`kind == "x"` for an allowed kind, "" for None (every kind)."""
+    if kind is None:
+        return ""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; expected one of {sorted(KINDS)}")
+    return string_in("kind", [kind])
+
+
+class ReadsMixin(StoreBase):
+    """Reads of chunks and catalogue rows."""
+
+    def get_context_window(self, doc_id: str, center_chunk_index: int, window_size: int = 1) -> list[StoredChunk]:
+        """Body chunks center-window .. center+window of a ready paper, in order, clipped at its ends."""
+        validate_doc_id(doc_id)
+        if center_chunk_index < 0:
+            raise ValueError(f"chunk_index must be >= 0, got {center_chunk_index}")
+        if not 0 <= window_size <= 50:
+            raise ValueError(f"window_size must be between 0 and 50, got {window_size}")
+        lo, hi = max(0, center_chunk_index - window_size), center_chunk_index + window_size
+        return self.get_body_chunks(doc_id, range(lo, hi + 1))
+
+    def get_body_chunks(self, doc_id: str, indexes: Sequence[int]) -> list[StoredChunk]:
+        """Body chunks of a ready paper at the given chunk_index values (at most 1000), in order: the windows of
+        several hits read in one query."""
+        validate_doc_id(doc_id)
+        wanted = sorted({int(i) for i in indexes})
+        if not wanted:
+            return []
+        if wanted[0] < 0 or len(wanted) > 1000:
+            raise ValueError(f"chunk indexes must be >= 0 and at most 1000 of them, got {len(wanted)}")
+        if not self._is_ready(doc_id, "reading a context window"):
+            return []
+        expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', int_in("chunk_index", wanted))
+        with self._failing("reading a context window", doc_id):
+            rows = self._query(self.chunks_name, expr, CHUNK_OUT)
+        return sorted((to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
+
+    def get_section(self, doc_id: str, category: SectionCategory | str | int, max_tokens: int) -> list[StoredChunk]:
+        """A ready paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
+
+        The first chunk is always returned, even when it alone is longer than `max_tokens`.
+        """
+        validate_doc_id(doc_id)
+        cat = parse_category(category)
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if not self._is_ready(doc_id, f"reading the {cat.name} section"):
+            return []
+        expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', f"section_category == {int(cat)}")
+        with self._failing(f"reading the {cat.name} section", doc_id):
+            rows = self._query(self.chunks_name, expr, CHUNK_OUT)
+        out: list[StoredChunk] = []
+        used = 0
+        count = self.embedder.token_counter.count
+        for chunk in sorted((to_chunk(r) for r in rows), key=lambda c: c.chunk_index):
+            n = count(chunk.text)
+            if out and used + n > max_tokens:
+                break
+            out.append(chunk)
+            used += n
+        return out
+
+    def get_chunks(self, doc_id: str, kind: str | None = "chunk") -> list[StoredChunk]:
+        """Every row of a paper (of one kind, or all kinds), ordered by kind then chunk_index."""
+        validate_doc_id(doc_id)
+        expr = and_exprs(f"doc_id == {quote_string(doc_id)}", _kind_expr(kind))
+        with self._failing("reading chunks", doc_id):
+            rows = self._query(self.chunks_name, expr, CHUNK_OUT)
+        return sorted((to_chunk(r) for r in rows), key=lambda c: (c.kind, c.chunk_index, c.id))
+
+    def count_chunks(self, doc_id: str | None = None, kind: str | None = "chunk") -> int:
+        """Rows of one paper (or of the whole kb), of one kind (default body chunks) or all kinds (None)."""
+        parts = [_kind_expr(kind)]
+        if doc_id is not None:
+            parts.append(f"doc_id == {quote_string(validate_doc_id(doc_id))}")
+        with self._failing("counting chunks", doc_id):
+            res = self._client.query(
+                self.chunks_name,
+                filter=and_exprs(*parts),
+                output_fields=["count(*)"],
+                consistency_level=CONSISTENCY,
+            )
+        return int(res[0]["count(*)"]) if res else 0
+
+    def damaged(self, papers: Sequence[PaperRecord] | None = None) -> dict[str, int]:
+        """{doc_id: body chunks stored} of the ready papers whose stored chunks are not the number their catalogue
+        row lists (a damaged or replaced chunks collection, a crash the store did not see).
+
+        Cheap on a healthy store: one count over the ready papers' body chunks against the catalogue's total; the
+        chunks are counted per paper only when the totals disagree. `papers`: the catalogue, if just read.
+        """
+        ready = [p for p in (self.list_papers(brief=True) if papers is None else papers) if p.ready]
+        if not ready:
+            return {}
+        with self._failing("counting chunks of ready papers"):
+            expr = self._scoped(SearchFilter(kinds=["chunk"]))
+            res = self._client.query(
+                self.chunks_name, filter=expr or "", output_fields=["count(*)"], consistency_level=CONSISTENCY
+            )
+        if (int(res[0]["count(*)"]) if res else 0) == sum(p.n_chunks for p in ready):
+            return {}
+        with self._failing("counting chunks per paper"):
+            rows = self._query(self.chunks_name, _kind_expr("chunk"), ["doc_id"])
+        stored: dict[str, int] = {}
+        for r in rows:
+            stored[r["doc_id"]] = stored.get(r["doc_id"], 0) + 1
+        return {p.doc_id: stored.get(p.doc_id, 0) for p in ready if stored.get(p.doc_id, 0) != p.n_chunks}
+
+    def list_papers(self, brief: bool = False) -> list[PaperRecord]:
+        """The whole catalogue (ready or not), ordered by title.
+
+        `brief` leaves out the abstract, authors and section tree: the reads routing and the agent make on
+        every question, which at thousands of papers would otherwise move megabytes of JSON each time.
+        """
+        fields = BRIEF_OUT if brief else PAPER_OUT
+        with self._failing("listing papers"):
+            rows = self._query(self.papers_name, "", fields)
+        return sorted((to_paper(r) for r in rows), key=lambda p: (p.title.casefold(), p.doc_id))
+
+    def get_paper(self, doc_id: str) -> PaperRecord | None:
+        """One paper's catalogue row (ready or not), or None."""
+        validate_doc_id(doc_id)
+        with self._failing("reading the paper", doc_id):
+            rows = self._client.query(
+                self.papers_name,
+                filter=f"doc_id == {quote_string(doc_id)}",
+                output_fields=PAPER_OUT,
+                limit=1,
+                consistency_level=CONSISTENCY,
+            )
+        return to_paper(rows[0]) if rows else None
+
+    def papers_from_source(self, source: str) -> list[PaperRecord]:
+        """Papers (ready or not) that `source` (an escaped path, see paths.py) is one of the sources of."""
+        with self._failing(f"looking up papers from {source}"):
+            rows = self._query(self.papers_name, f"json_contains(sources, {quote_string(source)})", PAPER_OUT)
+        return [to_paper(r) for r in rows]
+
+    def get_paper_by_sha(self, sha256: str) -> PaperRecord | None:
+        """The paper ingested from a file with this sha256 (a ready one first), or None.
+
+        A record whose status is not "ready" means an interrupted ingest: ingest it again.
+        """
+        sha = sha256.lower()
+        if not SHA256.fullmatch(sha):
+            raise ValueError(f"sha256 must be 64 hex digits, got {sha256[:80]!r}")
+        with self._failing(f"looking up sha256 {sha[:12]}"):
+            rows = self._query(self.papers_name, f"sha256 == {quote_string(sha)}", PAPER_OUT)
+        papers = sorted((to_paper(r) for r in rows), key=lambda p: (not p.ready, -p.ingested_at))
+        return papers[0] if papers else None
+
+    def chunk_inventory(self) -> dict[str, dict[str, list[int]]]:
+        """{doc_id: {kind: [chunk_index, ...]}} over every row of the chunks collection (for `check`)."""
+        with self._failing("reading the chunk inventory"):
+            rows = self._query(self.chunks_name, "", ["doc_id", "kind", "chunk_index"])
+        out: dict[str, dict[str, list[int]]] = {}
+        for r in rows:
+            out.setdefault(r["doc_id"], {}).setdefault(r["kind"], []).append(int(r["chunk_index"]))
+        return out

@@ -1,0 +1,178 @@
+"""What the store hands back and how Milvus rows become it: StoredChunk, PaperRecord, PaperAlias.
+
+Also what rows must fit: the VARCHAR byte limits (texts are clipped to them, or refused when cutting
+would lose what a chunk says), small-int columns, and the deterministic chunk row ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ...errors import StoreError
+from ...parser.models import Section, SectionCategory
+from ..chunking import Chunk
+
+STATUS_INGESTING = "ingesting"
+STATUS_READY = "ready"
+STATUS_BROKEN = "broken"  # chunks damaged and no file left to ingest it from (set by `check --repair`)
+Status = Literal["ingesting", "ready", "broken"]
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+# VARCHAR limits in bytes (Milvus counts bytes); the 65535 ones are Milvus' maximum.
+VARCHAR = {
+    "doc_id": 64,
+    "title": 2048,
+    "text": 65535,
+    "index_text": 65535,
+    "section_title": 1024,
+    "parent_section": 1024,
+    "kind": 16,
+    "abstract": 65535,
+    "source": 4096,
+    "search_text": 65535,
+    "sha256": 64,
+    "status": 16,
+}
+
+
+class StoredChunk(Chunk):
+    """A chunk as read back from the store, with its paper and (for searches) its score."""
+
+    id: int
+    doc_id: str
+    title: str
+    year: int | None = Field(description="Conference year, None when unknown.")
+    score: float | None = Field(
+        default=None,
+        description="Search score: cosine similarity (dense), BM25 (sparse), fused score (hybrid); None for reads.",
+    )
+
+    vector: list[float] | None = Field(
+        default=None, exclude=True, repr=False, description="The stored embedding (searches return it, for MMR)."
+    )
+
+    @property
+    def citation(self) -> str:
+        """The citation id `<doc_id>:<chunk_index>`."""
+        return f"{self.doc_id}:{self.chunk_index}"
+
+
+class PaperAlias(BaseModel):
+    """One name of a paper (see rag/identity.py) and how strongly it points at the paper."""
+
+    text: str
+    kind: str
+    weight: float
+
+
+class PaperRecord(BaseModel):
+    """One row of the papers catalogue."""
+
+    doc_id: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    abstract: str = ""
+    source: str = Field("", description="The path it was last ingested from (escaped, see escape_path).")
+    sources: list[str] = Field(default_factory=list, description="Every path known to hold these bytes (escaped).")
+    sha256: str = ""
+    n_chunks: int = 0
+    pages: int = 0
+    sections: list[Section] = Field(default_factory=list)
+    status: Status = "ingesting"
+    ingested_at: int = Field(0, description="Unix time (s) of the last ingest start.")
+    aliases: list[PaperAlias] = Field(
+        default_factory=list, description="What people call the paper: short title, names, authors, ids."
+    )
+    score: float | None = Field(default=None, description="Similarity to the query, for `search_papers`.")
+
+    @property
+    def ready(self) -> bool:
+        """True once every chunk of the paper is stored."""
+        return self.status == STATUS_READY
+
+
+def to_chunk(row: dict[str, Any], score: float | None = None) -> StoredChunk:
+    """A chunks-collection row (any subset of its output fields) as a StoredChunk."""
+    year = int(row.get("conference_year") or 0)
+    return StoredChunk(
+        id=int(row["id"]),
+        doc_id=row["doc_id"],
+        title=row.get("title", ""),
+        year=year or None,
+        chunk_index=int(row["chunk_index"]),
+        text=row.get("text", ""),
+        index_text=row.get("index_text", ""),
+        section_title=row.get("section_title", ""),
+        parent_section=row.get("parent_section", ""),
+        section_category=SectionCategory(int(row["section_category"])),
+        hierarchy_level=int(row.get("hierarchy_level") or 0),
+        page_number=int(row.get("page_number") or 0),
+        kind=row.get("kind", "chunk"),
+        metadata=row.get("metadata") or {},
+        score=score,
+        vector=row.get("vector"),
+    )
+
+
+def to_paper(row: dict[str, Any], score: float | None = None) -> PaperRecord:
+    """A catalogue row (full or brief) as a PaperRecord; a row of schema 1 (no `sources`) lists its `source`."""
+    sections = row.get("sections") or []
+    source = row.get("source", "")
+    return PaperRecord(
+        doc_id=row["doc_id"],
+        title=row.get("title", ""),
+        authors=list(row.get("authors") or []),
+        year=int(row.get("year") or 0) or None,
+        abstract=row.get("abstract", ""),
+        source=source,
+        sources=list(row.get("sources") or ([source] if source else [])),
+        sha256=row.get("sha256", ""),
+        n_chunks=int(row.get("n_chunks") or 0),
+        pages=int(row.get("pages") or 0),
+        sections=[Section.model_validate(s) for s in sections],
+        status=row.get("status", STATUS_INGESTING),
+        ingested_at=int(row.get("ingested_at") or 0),
+        aliases=[PaperAlias(text=a[0], kind=a[1], weight=a[2]) for a in row.get("aliases") or []],
+        score=score,
+    )
+
+
+def chunk_row_id(doc_id: str, kind: str, chunk_index: int, n: int = 0) -> int:
+    """Deterministic INT64 primary key: the first 63 bits of sha256(doc_id, kind, chunk_index, n)."""
+    digest = hashlib.sha256(f"{doc_id}\x1f{kind}\x1f{chunk_index}\x1f{n}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def clip(text: str, field: str) -> str:
+    """Cut `text` to the field's byte limit on a character boundary."""
+    limit = VARCHAR[field]
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
+
+
+def fit(text: str, field: str, where: str, chunk: Chunk) -> str:
+    """`text` if it fits the field's byte limit; a longer text is refused, never cut silently."""
+    size = len(text.encode("utf-8"))
+    if size > VARCHAR[field]:
+        raise StoreError(
+            f"{where}: {chunk.kind} {chunk.chunk_index} ({chunk.section_title or 'no section'}): {field} is "
+            f"{size:,} bytes, over Milvus' {VARCHAR[field]:,}-byte limit; nothing was stored (a smaller "
+            "chunk_size keeps chunks within it)"
+        )
+    return text
+
+
+def clipped(text: str, field: str) -> bool:
+    """True when the store would cut `text` to fit `field` (titles, abstracts: what ingest warns about)."""
+    return len(text.encode("utf-8")) > VARCHAR[field]
+
+
+def small_int(value: int | None, bits: int) -> int:
+    """Clamp to a signed INTn column (0 for None)."""
+    top = (1 << (bits - 1)) - 1
+    return max(-top - 1, min(top, int(value or 0)))

@@ -1,0 +1,194 @@
+"""Writes: storing a paper and its chunks (the ingest protocol), deleting a paper or its orphan chunks,
+and updating a catalogue row's status or sources.
+
+Sources. A paper (one doc_id, one set of bytes) belongs to every path that holds it: the catalogue
+keeps them all in `sources` (and the last one ingested in `source`). Paths are stored escaped (see
+`escape_path`) so a file name with control characters can be stored, filtered on and shown.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...errors import StoreError
+from ...parser.models import Paper
+from ..chunking import Chunk
+from ..filters import quote_string, validate_doc_id
+from ..identity import alias_rows, paper_identity, search_text
+from .base import CONSISTENCY
+from .reads import ReadsMixin
+from .records import SHA256, STATUS_INGESTING, STATUS_READY, Status, chunk_row_id, clip, fit, small_int
+from .schema import PAPER_OUT
+
+
+class WritesMixin(ReadsMixin):
+    """Writes to both collections, in an order that never shows a partly stored paper as ready (see base.py)."""
+
+    def insert_paper_chunks(
+        self,
+        paper: Paper,
+        chunks: list[Chunk],
+        doc_id: str,
+        sha256: str,
+        source: str,
+        on_batch: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Store (or replace) a paper and its chunks; returns the number of chunk rows written.
+
+        `source` is the (escaped) path it was read from; it joins the paths already recorded for the paper.
+        `on_batch(done, total)` is called after each batch of chunks is embedded.
+
+        Order: paper row "ingesting" -> chunk rows in batches (embedded batch by batch) -> stale rows of a
+        previous version deleted -> paper row "ready". A crash leaves the paper "ingesting" (hidden from
+        search); ingesting it again repairs it. Ids are deterministic, so a re-run upserts, never duplicates.
+        When the paper is already stored and ready (a forced re-ingest), everything is embedded before the
+        first write, so a failing embedder (model, endpoint, cache) leaves the old version visible and whole.
+        A text over Milvus' VARCHAR limit is refused before anything is written.
+        """
+        validate_doc_id(doc_id)
+        sha = sha256.lower()
+        if not SHA256.fullmatch(sha):
+            raise ValueError(f"paper {doc_id}: sha256 must be 64 hex digits, got {sha256!r}")
+        body = [c.chunk_index for c in chunks if c.kind == "chunk"]
+        if body != list(range(len(body))):
+            raise StoreError(f"knowledge base {self.kb!r}: paper {doc_id}: chunk_index of body chunks is not 0..N-1")
+        where = f"knowledge base {self.kb!r}: paper {doc_id}"
+        texts = [(fit(c.text, "text", where, c), fit(c.index_text, "index_text", where, c)) for c in chunks]
+
+        title = clip(paper.title, "title")
+        year = small_int(paper.year, 16)
+        seen: dict[tuple[str, int], int] = {}
+        ids: list[int] = []
+        for c in chunks:
+            n = seen.get((c.kind, c.chunk_index), 0)
+            seen[(c.kind, c.chunk_index)] = n + 1
+            ids.append(chunk_row_id(doc_id, c.kind, c.chunk_index, n))
+
+        before = self.get_paper(doc_id)
+        with self._failing("embedding title and abstract", doc_id):
+            paper_vector = self.embedder.embed_documents([f"{paper.title}\n{paper.abstract}".strip()])[0]
+
+        def embed(start: int) -> list[list[float]]:
+            batch = chunks[start : start + self.write_batch]
+            with self._failing(f"embedding chunks {start}..{start + len(batch) - 1}", doc_id):
+                vectors = self.embedder.embed_documents([c.index_text for c in batch])
+            if on_batch is not None:
+                on_batch(start + len(batch), len(chunks))
+            return vectors
+
+        starts = range(0, len(chunks), self.write_batch)
+        staged = {start: embed(start) for start in starts} if before is not None and before.ready else {}
+        ident = paper_identity(paper)
+        paper_row: dict[str, Any] = {
+            "doc_id": doc_id,
+            "title": title,
+            "authors": list(paper.authors),
+            "year": year,
+            "abstract": clip(paper.abstract, "abstract"),
+            "source": clip(source, "source"),
+            "sources": list(dict.fromkeys([*(before.sources if before else []), source])),
+            "sha256": sha,
+            "n_chunks": len(body),
+            "pages": small_int(paper.pages, 16),
+            "sections": [s.model_dump(mode="json") for s in paper.sections],
+            "status": STATUS_INGESTING,
+            "ingested_at": int(time.time()),
+            "aliases": alias_rows(ident),
+            "search_text": clip(search_text(paper.title, ident, paper.abstract), "search_text"),
+            "vector": paper_vector,
+        }
+        id_filter = f"doc_id == {quote_string(doc_id)}"
+        with self._failing("marking the paper as ingesting", doc_id):
+            self._client.upsert(self.papers_name, [paper_row])
+            existing = {int(r["id"]) for r in self._query(self.chunks_name, id_filter, ["id"])}
+        # A fresh paper takes plain inserts (cheaper than upserts); a re-ingest upserts over its old rows.
+        write: Callable[..., Any] = self._client.upsert if existing else self._client.insert
+        for start in starts:
+            batch = chunks[start : start + self.write_batch]
+            vectors = staged.pop(start) if staged else embed(start)
+            rows = [
+                {
+                    "id": ids[start + i],
+                    "doc_id": doc_id,
+                    "title": title,
+                    "conference_year": year,
+                    "chunk_index": c.chunk_index,
+                    "text": texts[start + i][0],
+                    "index_text": texts[start + i][1],
+                    "vector": vectors[i],
+                    "section_title": clip(c.section_title, "section_title"),
+                    "parent_section": clip(c.parent_section, "parent_section"),
+                    "section_category": int(c.section_category),
+                    "hierarchy_level": small_int(c.hierarchy_level, 8),
+                    "page_number": small_int(c.page_number, 16),
+                    "kind": c.kind,
+                    "metadata": c.metadata,
+                }
+                for i, c in enumerate(batch)
+            ]
+            with self._failing(f"writing chunks {start}..{start + len(batch) - 1}", doc_id):
+                write(self.chunks_name, rows)
+        stale = sorted(existing - set(ids))
+        with self._failing("removing stale chunks and marking the paper ready", doc_id):
+            for start in range(0, len(stale), 1000):
+                self._client.delete(self.chunks_name, ids=stale[start : start + 1000])
+            self._client.upsert(self.papers_name, [{**paper_row, "status": STATUS_READY}])
+        self._unflushed += len(chunks) + 1
+        if self.is_lite and self._unflushed >= self.lite_flush_rows:
+            self.flush()
+        return len(chunks)
+
+    def delete_paper(self, doc_id: str) -> int:
+        """Remove a paper's chunks and its catalogue row; returns the number of chunk rows removed."""
+        validate_doc_id(doc_id)
+        id_filter = f"doc_id == {quote_string(doc_id)}"
+        with self._failing("deleting", doc_id):
+            rows = self._client.query(
+                self.papers_name,
+                filter=id_filter,
+                output_fields=[*PAPER_OUT, "vector"],
+                limit=1,
+                consistency_level=CONSISTENCY,
+            )
+            if rows:  # hide it first: a crash half-way leaves a not-ready paper, never a partial ready one
+                self._client.upsert(self.papers_name, [{**rows[0], "status": STATUS_INGESTING}])
+            n = self.count_chunks(doc_id, kind=None)
+            self._client.delete(self.chunks_name, filter=id_filter)
+            self._client.delete(self.papers_name, filter=id_filter)
+        return n
+
+    def delete_chunks_of(self, doc_id: str) -> int:
+        """Remove every chunk row of a doc_id, catalogue untouched (orphans); returns the rows removed."""
+        validate_doc_id(doc_id)
+        n = self.count_chunks(doc_id, kind=None)
+        with self._failing("deleting its chunks", doc_id):
+            self._client.delete(self.chunks_name, filter=f"doc_id == {quote_string(doc_id)}")
+        return n
+
+    def _update_paper(self, doc_id: str, what: str, **fields: Any) -> None:
+        """Rewrite some catalogue fields of a paper (Milvus upserts whole rows: read it, vector included)."""
+        with self._failing(what, doc_id):
+            rows = self._client.query(
+                self.papers_name,
+                filter=f"doc_id == {quote_string(doc_id)}",
+                output_fields=[*PAPER_OUT, "vector"],
+                limit=1,
+                consistency_level=CONSISTENCY,
+            )
+            if rows:
+                self._client.upsert(self.papers_name, [{**rows[0], **fields}])
+
+    def set_sources(self, doc_id: str, sources: Sequence[str], source: str | None = None) -> None:
+        """Record the paths that hold a paper (and, if given, the one it was last seen at)."""
+        validate_doc_id(doc_id)
+        update: dict[str, Any] = {"sources": list(dict.fromkeys(sources))}
+        if source is not None:
+            update["source"] = clip(source, "source")
+        self._update_paper(doc_id, "recording its source paths", **update)
+
+    def set_status(self, doc_id: str, status: Status) -> None:
+        """Mark a paper ready, ingesting or broken (what `check --repair` does when no file is left)."""
+        validate_doc_id(doc_id)
+        self._update_paper(doc_id, f"marking it {status}", status=status)
