@@ -523,8 +523,8 @@ def check(
 
 def _check_scope(question: str, paper: list[str] | None, section: list[str] | None) -> None:
     """Refuse a wordless question and bad --paper/--section values before the store or a model is loaded."""
-    from .rag.question import check_question
     from .rag.filters import parse_category
+    from .rag.question import check_question
 
     try:
         check_question(question)
