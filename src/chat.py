@@ -114,7 +114,7 @@ def _ask(question: str, runner: Runner, console: Console, answers: list[Answer])
     return answer
 
 
-def _pages(pages: tuple[int, int]) -> str:
+def pages_label(pages: tuple[int, int]) -> str:
     return f"p. {pages[0]}" if pages[0] == pages[1] else f"p. {pages[0]}-{pages[1]}"
 
 
@@ -123,7 +123,7 @@ def source_line(s: Source, *, chunks: bool = False) -> str:
     span = f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · " if chunks else ""
     return (
         f"[bold]\\[{s.n}][/bold] {escape(s.title)} [dim]· {escape(s.section_title)} ({s.section_category}) · "
-        f"{_pages(s.pages)} · {span}{escape(s.citation)}[/dim]"
+        f"{pages_label(s.pages)} · {span}{escape(s.citation)}[/dim]"
     )
 
 
@@ -213,7 +213,7 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
     year = f" ({s.year})" if s.year else ""
     console.print(f"[bold]\\[{s.n}] {escape(s.title)}{year}[/bold]", highlight=False)
     console.print(
-        f"[dim]section {escape(s.section_title)} ({s.section_category}) · {_pages(s.pages)} · "
+        f"[dim]section {escape(s.section_title)} ({s.section_category}) · {pages_label(s.pages)} · "
         f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · cited chunk {s.chunk_index} · {escape(s.citation)}[/dim]",
         highlight=False,
     )

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import ConfigError
 from ..prompts import load_prompt
 from ..rag.locate import PaperLocator
+from ..rag.registry import register
 from ..rag.route import Intent, Route, RuleRouter, category_names, inherit, route_from
 from ..rag.store import PaperRecord
 
@@ -82,6 +83,7 @@ def catalogue_lines(papers: Sequence[PaperRecord], limit: int = MAX_PROMPT_PAPER
     return "\n".join(lines) if lines else "(the catalogue is empty)"
 
 
+@register("router", "llm", needs=("llm",))
 class LLMRouter:
     """Routes with a chat model (structured output through tool calling); the rules are its fallback."""
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import ChunkingError
 from ..parser.models import Paper, Paragraph, Section, SectionCategory
+from . import registry as operator_registry
 from .tokens import TokenCounter
 
 ChunkKind = Literal["chunk", "parent", "question", "summary", "raptor"]
@@ -93,11 +94,16 @@ Strategy = Callable[[Paper, TokenCounter, ChunkOptions], list[Chunk]]
 CHUNKERS: dict[str, Strategy] = {}
 
 
+# What a chunker needs beyond a paper, for `paperscope operators`.
+_NEEDS = {"semantic": ("embedder",), "parent_child": ()}
+
+
 def register(name: str) -> Callable[[Strategy], Strategy]:
-    """Add a chunking strategy to the registry under `name`."""
+    """Add a chunking strategy under `name`, here and in the engine's operator registry."""
 
     def wrap(fn: Strategy) -> Strategy:
         CHUNKERS[name] = fn
+        operator_registry.register("chunker", name, needs=_NEEDS.get(name, ()))(fn)
         return fn
 
     return wrap

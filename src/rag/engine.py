@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from langchain_core.language_models import BaseChatModel
+
 from ..config import Settings
 from ..parser.models import SectionCategory
 from .context import Evidence, assemble, format_context, introduction
@@ -25,6 +27,7 @@ from .query import expand, focus, inflect
 from .question import check_question
 from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values, spread, survey_quota
 from .registry import RunLog, register
+from .rerank import Reranker, parse_rerank_spec, rerank
 from .retrieval import Models, Retrieval, Track
 from .retrievers import Retriever, make_retriever
 from .route import Intent, Route, RuleRouter
@@ -44,10 +47,18 @@ register("postprocessor", "window", summary="Each hit grows to its neighbouring 
 class Engine:
     """Retrieval over one knowledge base (see the module docstring)."""
 
-    def __init__(self, store: PaperStore, settings: Settings | None = None) -> None:
+    def __init__(
+        self, store: PaperStore, settings: Settings | None = None, chat_model: BaseChatModel | None = None
+    ) -> None:
+        """`chat_model`: for operators that need one (the `llm` reranker); the engine never writes answers."""
         self.store = store
         self.settings = settings or store.settings
-        self.retriever: Retriever = make_retriever(self.settings.retrieval.retriever, self.settings.retrieval)
+        self.chat_model = chat_model
+        r = self.settings.retrieval
+        self.retriever: Retriever = make_retriever(r.retriever, r)
+        self.reranker: Reranker | None = None
+        if r.rerank:
+            self.reranker = parse_rerank_spec(r.rerank, chat_model, timeout=self.settings.llm.timeout)
         self._locator: tuple[tuple[str, ...], PaperLocator] | None = None
 
     # --- the catalogue ---------------------------------------------------------------------------------------
@@ -67,7 +78,10 @@ class Engine:
     def models(self) -> Models:
         """The embedding model and retriever behind every response (the caller adds its chat model)."""
         provider, _, model = self.store.embedder.name.partition(":")
-        return Models(embedding_provider=provider, embedding_model=model or provider, retriever=self.retriever.name)
+        models = Models(embedding_provider=provider, embedding_model=model or provider, retriever=self.retriever.name)
+        if self.reranker is not None:
+            models.rerank_provider, models.rerank_model = self.reranker.provider, self.reranker.model
+        return models
 
     def waiting_for_repair(self, query: str) -> PaperRecord | None:
         """The paper a question names among those the knowledge base holds but hides (not ready), if one fits."""
@@ -247,7 +261,40 @@ class Engine:
         with log.run("postprocessor", "references") as info:
             kept = drop_references(query, hits, n)
             info["kept"] = len(kept)
+        if self.reranker is not None and kept:
+            with log.run("postprocessor", "rerank", reranker=self.reranker.name) as info:
+                kept = self._rerank(query, kept)
+                if self.reranker.notes:
+                    info["notes"] = list(self.reranker.notes)
         return kept
+
+    def _rerank(self, query: str, hits: list[StoredChunk]) -> list[StoredChunk]:
+        """Hits in the reranker's order, its scores (scaled 0-1 within the candidates) as their scores; with
+        `rerank_windows`, each candidate is judged with its neighbouring chunks as one text."""
+        assert self.reranker is not None
+        texts = {h.id: h.text for h in hits}
+        if self.settings.retrieval.rerank_windows:
+            texts = self._window_texts(hits)
+        ranked = rerank(self.reranker, query, hits, lambda h: texts[h.id])
+        scores = [s for _, s in ranked]
+        low, high = min(scores), max(scores)
+        span = (high - low) or 1.0
+        return [h.model_copy(update={"score": (s - low) / span + 1e-6}) for h, s in ranked]
+
+    def _window_texts(self, hits: Sequence[StoredChunk]) -> dict[int, str]:
+        """Each hit's text with its neighbours (retrieval.window on each side): one read per paper."""
+        w = self.settings.retrieval.window
+        by_paper: dict[str, list[StoredChunk]] = {}
+        for h in hits:
+            by_paper.setdefault(h.doc_id, []).append(h)
+        out: dict[int, str] = {}
+        for doc_id, own in by_paper.items():
+            wanted = {i for h in own for i in range(h.chunk_index - w, h.chunk_index + w + 1) if i >= 0}
+            body = {c.chunk_index: c.text for c in self.store.get_body_chunks(doc_id, sorted(wanted))}
+            for h in own:
+                parts = [body[i] for i in range(h.chunk_index - w, h.chunk_index + w + 1) if i in body]
+                out[h.id] = " ".join(parts) if parts else h.text
+        return out
 
     def _passages(
         self,

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import ConfigError, PaperscopeError, RerankError
 from ..prompts import load_prompt
+from .registry import register
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -57,6 +58,13 @@ class Reranker(Protocol):
         ...
 
 
+@register(
+    "postprocessor",
+    "rerank",
+    summary="Candidates scored again by a cross-encoder (cross-encoder:<path>), a rerank endpoint "
+    "(http(s)://.../rerank) or the chat model (llm); set retrieval.rerank or --rerank.",
+    needs=("reranker",),
+)
 def rerank(
     reranker: Reranker, query: str, items: Sequence[T], text_of: Callable[[T], str], top_n: int | None = None
 ) -> list[tuple[T, float]]:

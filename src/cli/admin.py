@@ -1,0 +1,127 @@
+"""Commands about the setup: doctor, config, operators."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from ..backend_logs import quiet_backend_loggers
+from ..errors import ConfigError, PaperscopeError
+from ..terminal import markup
+from .common import KbOption, app, console, fail, print_table, settings_for, write_json
+
+
+@app.command()
+def doctor(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    refresh: Annotated[
+        bool, typer.Option("--refresh", help="Probe the model's tool calls again instead of using the cached answer.")
+    ] = False,
+) -> None:
+    """Check the model endpoint, the embedding model and the Milvus store; exit code 1 when a needed part is broken."""
+    from ..doctor import run_doctor
+
+    settings = settings_for(kb, store_optional=True)
+    report = run_doctor(settings, refresh=refresh)
+    if as_json:
+        write_json(json.dumps({"ok": report.ok, **report.model_dump(mode="json")}, indent=2))
+    else:
+        colours = {"ok": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
+        width = max(len(c.name) for c in report.checks)
+        for check in report.checks:
+            # One line per check, never wrapped (grep-able when piped); details carry text from outside
+            # (endpoint errors, model and kb names): never markup.
+            status = f"[{colours[check.status]}]{check.status:<4}[/]"
+            line = f"{status}  {markup(check.name.ljust(width))}  {markup(check.detail)}"
+            console.print(line, soft_wrap=True, highlight=False)
+        verdict = "everything needed works" if report.ok else "something needed is broken (see fail above)"
+        console.print(f"[bold]{verdict}[/bold]", highlight=False)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+@app.command("config")
+def config_command(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help='Print {"NAME": {"value", "source"}} as JSON.')] = False,
+    set_values: Annotated[
+        list[str] | None, typer.Option("--set", help="Keep NAME=VALUE as the --kb knowledge base's own; repeatable.")
+    ] = None,
+    unset: Annotated[
+        list[str] | None, typer.Option("--unset", help="Remove NAME from the --kb knowledge base's own; repeatable.")
+    ] = None,
+) -> None:
+    """Show every setting, its value and where it came from: default, env, user (config.toml), kb, request.
+
+    --set/--unset change the settings kept with one knowledge base (--kb), checked before they are saved.
+    """
+    from ..config_view import changes_lines, settings_table
+    from ..rag.kb_settings import kb_client, parse_assignment, read_kb_settings, save_overrides
+    from ..rag.store import knowledge_bases
+    from ..settings_layers import load_layers
+    from ..user_config import user_file
+
+    quiet_backend_loggers()
+    try:
+        layered = load_layers({"store": {"kb": kb}})
+        changing = bool(set_values or unset)
+        if changing and kb is None:
+            raise ConfigError(
+                "--set and --unset change the settings of one knowledge base: name it with --kb NAME "
+                f"(settings for all of them go in {user_file(layered.settings.home)})"
+            )
+        assignments = dict(parse_assignment(a) for a in set_values or [])
+        name = layered.settings.store.kb
+        with kb_client(layered.settings) as client:
+            found = read_kb_settings(client, name) if client is not None else None
+            if found is None and kb is not None:
+                others = ", ".join(repr(k) for k in knowledge_bases(client)) if client is not None else ""
+                raise ConfigError(
+                    f"knowledge base {name!r} does not exist (existing: {others or 'none yet'}); "
+                    f"`paperscope ingest PATH --kb {name}` creates it"
+                )
+            if found is not None and changing:
+                after = save_overrides(client, name, assignments, unset or [])
+                for line in changes_lines(after, assignments, unset or [], found):
+                    console.print(markup(line), soft_wrap=True, highlight=False)
+                return
+        if found is not None:
+            layered = layered.with_kb(found.layer())
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    if as_json:
+        write_json(json.dumps(layered.provenance_json(), ensure_ascii=False, indent=2))
+        return
+    print_table(settings_table(layered, found))
+
+
+@app.command()
+def operators(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the engine's operators: chunkers, routers, retrievers, transforms, postprocessors, enrichers.
+
+    Each with what it does and what it needs (a language model, a parent_child knowledge base, a reranker); pick
+    them in settings (`paperscope config`) or per command (--retriever, --rerank, --strategy).
+    """
+    from rich.table import Table
+
+    from ..agent import router  # noqa: F401  (registers the LLM router)
+    from ..rag import chunking, engine  # noqa: F401  (import every operator)
+    from ..rag.registry import operators as registered
+
+    ops = registered()
+    if as_json:
+        rows = [{"kind": o.kind, "name": o.name, "needs": list(o.needs), "summary": o.summary} for o in ops]
+        write_json(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table(title=f"{len(ops)} operators")
+    for col in ("kind", "name", "needs"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("what it does", overflow="fold")
+    for o in ops:
+        table.add_row(o.kind, o.name, ", ".join(o.needs) or "-", o.summary)
+    print_table(table)

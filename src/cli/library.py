@@ -1,0 +1,391 @@
+"""Commands that build and look after a library: parse, ingest, papers, remove, check."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.tree import Tree
+
+from .. import terminal
+from ..backend_logs import quiet_backend_loggers
+from ..errors import ConfigError, PaperscopeError
+from ..terminal import markup
+from .common import (
+    NO_STRUCTURE,
+    SHORT_ID,
+    KbOption,
+    app,
+    check_doc_id_arg,
+    console,
+    err_console,
+    fail,
+    matching_doc_ids,
+    open_kb,
+    progress_bars,
+    settings_for,
+    warn_damaged,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ..parser.models import Section
+    from ..rag.ingest import FileResult, IngestReport
+    from ..rag.ingest import Status as FileStatus
+
+@app.command()
+def parse(
+    file: Annotated[Path, typer.Argument(help="A PDF, Markdown or text file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the structure and chunks as JSON.")] = False,
+    strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
+    title: Annotated[str | None, typer.Option(help="Use this title instead of the detected one.")] = None,
+) -> None:
+    """Parse a paper and print its structure tree (sections, categories, pages, chunk counts)."""
+    from pydantic import ValidationError
+
+    from ..config import load_settings
+    from ..parser import parse_file
+    from ..rag.chunking import ChunkOptions, chunk_paper
+    from ..rag.embeddings import make_embedder
+    from ..rag.tokens import local_token_counter
+
+    try:
+        settings = load_settings(chunking={"strategy": strategy})
+        limits = settings.parsing
+        paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
+
+        def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
+            return make_embedder(settings.embedding.model, settings.embedding.batch_size).embed_documents(texts)
+
+        opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embed)
+        chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
+    except (PaperscopeError, ValidationError) as exc:
+        raise fail(str(exc).replace(file.name, terminal.one_line(file.name))) from None  # a newline in the name
+    body = [c for c in chunks if c.kind == "chunk"]
+    if as_json:
+
+        def section(s: Section) -> dict[str, Any]:
+            return {"title": s.title, "level": s.level, "category": s.category.name, "page": s.page}
+
+        out = {
+            "title": paper.title,
+            "authors": paper.authors,
+            "year": paper.year,
+            "pages": paper.pages,
+            "structure": "found" if paper.structure_found else "none found",
+            # Headings printed in the paper; the parser's own sections (an abstract without a heading,
+            # the text of a paper without headings) are listed apart.
+            "sections": [section(s) for s in paper.sections if s.printed],
+            "supplied_sections": [section(s) for s in paper.sections if not s.printed],
+            "chunks": [
+                {
+                    "chunk_index": c.chunk_index,
+                    "section_title": c.section_title,
+                    "parent_section": c.parent_section,
+                    "section_category": c.section_category.name,
+                    "hierarchy_level": c.hierarchy_level,
+                    "page_number": c.page_number,
+                    "text": c.text,
+                }
+                for c in body
+            ],
+        }
+        write_json(json.dumps(out, ensure_ascii=False, indent=2))
+        return
+    per_section: dict[int, int] = {}
+    for c in body:
+        per_section[c.metadata["section_id"]] = per_section.get(c.metadata["section_id"], 0) + 1
+    meta = f"{paper.year or 'year unknown'} · {paper.pages} pages · {len(body)} chunks"
+    authors = markup(", ".join(paper.authors) or "authors unknown")
+    tree = Tree(f"[bold]{markup(paper.title)}[/bold]\n[dim]{authors} · {meta}[/dim]")
+    nodes: dict[int, Tree] = {}
+    for s in paper.sections:
+        supplied = "" if s.printed else " [dim](no heading printed)[/dim]"
+        label = (
+            f"{markup(s.title)}{supplied}  [cyan]{s.category.name}[/cyan] "
+            f"[dim]p.{s.page} · {per_section.get(s.id, 0)} chunks[/dim]"
+        )
+        parent = nodes.get(s.parent_id) if s.parent_id is not None else None
+        nodes[s.id] = (parent or tree).add(label)
+    console.print(tree)
+    if not paper.structure_found:
+        name = markup(terminal.one_line(file.name))
+        console.print(f"[yellow]structure: none found[/yellow] in {name}: {NO_STRUCTURE}", highlight=False)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders (PDF, Markdown, text).")],
+    kb: KbOption = None,
+    strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Parse, chunk, embed and store papers; files already stored are skipped."""
+    from ..rag.check import last_failed
+    from ..rag.chunking import CHUNKERS
+    from ..rag.ingest import IngestInterrupted, discover
+    from ..rag.ingest import ingest as run_ingest
+
+    settings = settings_for(kb, chunking={"strategy": strategy})
+    if settings.chunking.strategy not in CHUNKERS:
+        raise fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
+    if failed_check := last_failed(settings.home, settings.store.kb):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(failed_check["at"]))
+        err_console.print(
+            "[yellow]warning:[/yellow] the last `paperscope check` of knowledge base "
+            f"{markup(repr(settings.store.kb))} ({when}) found {failed_check['problems']} problem(s) it did not "
+            "repair; run `paperscope check --repair`",
+            soft_wrap=True,
+        )
+    quiet_backend_loggers()
+    bars = progress_bars(quiet=as_json)
+    overall = bars.add_task("files", total=None)
+    current = bars.add_task("", total=None, visible=False)
+
+    def on_progress(path: Path, stage: str, done: int, total: int) -> None:
+        if stage == "done":
+            bars.advance(overall)
+            bars.update(current, visible=False)
+            return
+        label = f"  {markup(terminal.one_line(path.name))}: {stage}"
+        bars.update(current, description=label, completed=done, total=total or None, visible=True)
+
+    try:
+        with bars:
+            bars.update(overall, total=len(discover(paths).files))
+            report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    except IngestInterrupted as stop:
+        _say_interrupted(stop.report, stop.current)
+        raise typer.Exit(code=130) from None
+    if as_json:
+        write_json(report.model_dump_json(indent=2))
+    else:
+        _print_ingest(report, settings.store.kb)
+    if report.failed:
+        raise typer.Exit(code=1)
+
+
+def _print_ingest(report: IngestReport, kb: str) -> None:
+    """The ingest table on a terminal that fits it, with each failure's reason on its own line under it.
+
+    Piped, or on a terminal too narrow for the table or reporting no size (0x0, COLUMNS=0): one plain line
+    per file, nothing cut to fit a width.
+    """
+    table = _ingest_table(report, kb)
+    if (terminal.reported_columns(console) or 0) >= _least_width(table):
+        console.print(table)
+        for f in report.failed:
+            # Under the table, not in a cell: a reason is shown whole at any width (the terminal wraps it).
+            reason = terminal.text(f"  {terminal.one_line(f.error)}")
+            console.print(terminal.text("failed", "red") + reason, soft_wrap=True)
+    else:
+        for f in report.files:
+            detail = _detail(f)
+            line = f"{f.status:<9}  {Path(f.path).name}  {f.pages} pages  {f.chunks} chunks  {f.seconds:.1f} s"
+            line += f"  {detail}" if detail else ""
+            console.print(terminal.text(terminal.one_line(line)), soft_wrap=True)
+    for f in report.files:
+        for warning in f.warnings:
+            err_console.print(f"[yellow]warning:[/yellow] {markup(warning)}", soft_wrap=True)
+    for left in report.unread:
+        why = terminal.text(f"  {terminal.one_line(left.path)}: {terminal.one_line(left.reason)}")
+        console.print(terminal.text("skipped", "yellow") + why, soft_wrap=True)
+    if report.skipped:
+        names = ", ".join(Path(p).name for p in report.skipped)
+        console.print(
+            f"[dim]skipped {len(report.skipped)} file(s) that are not papers: {markup(names)} "
+            "(name a file explicitly to ingest it)[/dim]",
+            soft_wrap=True,
+        )
+    shown: tuple[FileStatus, ...] = ("ingested", "replaced", "repaired", "unchanged", "failed")
+    counts = ", ".join(f"{report.count(s)} {s}" for s in shown if s != "repaired" or report.count(s))
+    embed_share = f", {report.embed_seconds / report.seconds:.0%} embedding" if report.seconds else ""
+    totals = f"{report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}"
+    console.print(f"{counts} · {totals}", soft_wrap=True)
+    flat = [Path(f.path).name for f in report.files if not f.structure_found]
+    if flat:
+        console.print(f"[yellow]structure: none found[/yellow] in {markup(', '.join(flat))}: {NO_STRUCTURE}")
+
+
+def _ingest_table(report: IngestReport, kb: str) -> Table:
+    """file, status, pages, chunks, seconds, title; long file names and titles wrap."""
+    from rich.table import Table
+
+    colours = {"ingested": "green", "replaced": "yellow", "repaired": "yellow", "unchanged": "dim", "failed": "red"}
+    table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
+    table.add_column("file", overflow="fold", min_width=12)
+    table.add_column("status", no_wrap=True, min_width=9)
+    for col in ("pages", "chunks", "seconds"):
+        table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
+    # Both wrap: a column that may not wrap takes its full width and squeezes the others to nothing.
+    table.add_column("title", overflow="fold", min_width=12)
+    for f in report.files:
+        table.add_row(
+            terminal.text(Path(f.path).name),
+            terminal.text(f.status, colours[f.status]),
+            str(f.pages or ""),
+            str(f.chunks or ""),
+            f"{f.seconds:.1f}",
+            terminal.text("" if f.status == "failed" else _detail(f)),
+        )
+    return table
+
+
+def _least_width(table: Table) -> int:
+    """Columns `table` needs to show every column at its minimum width: each cell's padding and border too."""
+    return sum(c.min_width or 1 for c in table.columns) + 3 * len(table.columns) + 1
+
+
+def _detail(f: FileResult) -> str:
+    """The title (or the error) of a file in the ingest report, with a note when it has no structure."""
+    detail = (f.error or "") if f.status == "failed" else (f.title or "")
+    return detail + (" (structure: none found)" if f.status != "failed" and not f.structure_found else "")
+
+
+def _say_interrupted(report: IngestReport, current: str | None) -> None:
+    """What Ctrl-C left: the files done are kept; the one in progress is hidden until the next ingest."""
+    done = [f for f in report.files if f.status != "failed"]
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("ingested", "replaced", "unchanged") if report.count(s))
+    kept = f"kept the {len(done)} file(s) finished before it ({counts})" if done else "no file was finished"
+    unfinished = f"; {Path(current).name} was not finished: nothing of it is searchable" if current is not None else ""
+    err_console.print(
+        f"[red]interrupted:[/red] {markup(kept + unfinished)}. Run the same `paperscope ingest` again: it skips what "
+        "is stored and repairs what was cut short.",
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def papers(
+    kb: KbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+) -> None:
+    """List the papers in a knowledge base."""
+    from rich.table import Table
+
+    settings = settings_for(kb)
+    try:
+        with open_kb(settings) as store:
+            records = store.list_papers()
+            damaged = warn_damaged(store, records)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    rows = [
+        {
+            "doc_id": r.doc_id,
+            "title": r.title,
+            "year": r.year,
+            "pages": r.pages,
+            "n_chunks": r.n_chunks,
+            # A paper listed as ready whose chunks are not all stored is "damaged" (see `check --repair`).
+            "status": "damaged" if r.doc_id in damaged else r.status,
+            "source": r.source,
+            "authors": r.authors,
+            # What people call it (short title, names it introduces, authors, ids): what paper location matches.
+            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
+        }
+        for r in records
+    ]
+    if as_json:
+        write_json(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        console.print(
+            f"knowledge base {markup(repr(settings.store.kb))} holds no papers; add some with `paperscope ingest PATH`"
+        )
+        return
+    table = Table(title=f"{len(rows)} papers in {markup(repr(settings.store.kb))}")
+    # A short doc_id (like a short git hash: `remove` takes any unambiguous prefix) leaves room for titles.
+    table.add_column("doc_id", no_wrap=True)
+    for col in ("year", "pages", "chunks"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for r in records:
+        title = terminal.text(r.title)
+        if r.doc_id in damaged:
+            why = f"(damaged: {damaged[r.doc_id]} of {r.n_chunks} chunks stored; `paperscope check --repair`) "
+            title = terminal.text(why, "red") + title
+        elif r.status == "broken":
+            title = terminal.text("(broken: no file holds it; ingest its file again or remove it) ", "red") + title
+        elif not r.ready:
+            title = terminal.text(f"({r.status}: ingest again to repair) ", "red") + title
+        table.add_row(r.doc_id[:SHORT_ID], str(r.year or ""), str(r.pages), str(r.n_chunks), title)
+    console.print(table)
+
+
+@app.command()
+def remove(
+    doc_id: Annotated[str, typer.Argument(help="A doc_id, or its first characters as `paperscope papers` shows.")],
+    kb: KbOption = None,
+) -> None:
+    """Remove a paper and all its chunks."""
+    settings = settings_for(kb)
+    try:
+        check_doc_id_arg(doc_id, "")
+    except ConfigError as exc:
+        raise fail(exc) from None
+    try:
+        with open_kb(settings) as store:
+            papers = {p.doc_id: p for p in store.list_papers(brief=True)}  # ready or not: a broken one goes too
+            matches = matching_doc_ids(papers, doc_id)
+            if not matches:
+                raise fail(ConfigError(f"no paper {doc_id} in knowledge base {settings.store.kb!r}"))
+            if len(matches) > 1:
+                raise fail(ConfigError(f"{doc_id} is ambiguous: {', '.join(matches)}"))
+            record = papers[matches[0]]
+            n = store.delete_paper(record.doc_id)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    console.print(f"removed {markup(repr(record.title))} ({record.doc_id}): {n} chunks")
+
+
+@app.command()
+def check(
+    kb: KbOption = None,
+    fix: Annotated[bool, typer.Option("--repair", help="Repair what can be repaired.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Compare the catalogue with the stored chunks (counts, chunk_index, orphans); --repair fixes them.
+
+    A damaged paper is ingested again from a file that still holds it, else marked broken; chunks whose
+    paper is not in the catalogue are deleted. Exit code 1 while problems remain.
+    """
+    from ..rag.check import check_store, record, repair
+
+    settings = settings_for(kb)
+    try:
+        with open_kb(settings) as store:
+            report = check_store(store)
+            if fix and report.problems:
+                report = repair(store, report, settings)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    record(settings.home, report)
+    if as_json:
+        write_json(report.model_dump_json(indent=2))
+    else:
+        summary = f"{report.papers} papers, {report.chunks} chunk rows"
+        console.print(f"knowledge base {markup(repr(report.kb))}: {summary}", soft_wrap=True)
+        for p in report.problems:
+            who = f"{p.doc_id[:SHORT_ID]} {p.title}" if p.title else p.doc_id
+            mark = "[green]fixed[/green]" if p.fixed else "[red]problem[/red]"
+            done = f" -> {p.repair}" if p.repair else ""
+            console.print(f"{mark} {markup(who)}: {markup(p.detail + done)}", soft_wrap=True)
+        if not report.problems:
+            console.print("[green]no problems[/green]: every paper is whole and every chunk has its paper")
+        elif report.remaining and not fix:
+            console.print(f"{len(report.remaining)} problem(s); `paperscope check --repair` repairs what it can")
+        elif report.remaining:
+            console.print(f"{len(report.problems) - len(report.remaining)} fixed, {len(report.remaining)} remain")
+        else:
+            console.print(f"all {len(report.problems)} problem(s) fixed")
+    if report.remaining:
+        raise typer.Exit(code=1)

@@ -1,0 +1,254 @@
+"""Commands that ask: ask, retrieve, chat, eval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .. import terminal
+from ..errors import ConfigError, PaperscopeError
+from ..terminal import markup
+from .common import (
+    KbOption,
+    app,
+    check_scope,
+    console,
+    err_console,
+    fail,
+    llm_warning,
+    mode_of,
+    open_kb,
+    print_table,
+    progress_bars,
+    resolve_doc_ids,
+    say_mode,
+    settings_for,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    from ..agent.answer import Answer
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in quotes.")],
+    kb: KbOption = None,
+    paper: Annotated[
+        list[str] | None, typer.Option("--paper", help="Only this paper (doc_id or prefix); repeatable.")
+    ] = None,
+    section: Annotated[
+        list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Evidence passages to draw on.")] = None,
+    no_agent: Annotated[
+        bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
+) -> None:
+    """Answer a question from the papers, with numbered sources.
+
+    With an LLM configured the agent searches step by step; --no-agent, --paper, --section or --k run the
+    single-shot path (explicit scopes are hard filters the agent could not be held to).
+    """
+    from ..agent.searcher import AgenticSearcher
+
+    settings = settings_for(kb)
+    check_scope(question, paper, section)
+    if no_agent or paper or section or k:
+        settings.agent.enable_agentic_rag = False
+    if not as_json:
+        say_mode(settings)
+    try:
+        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
+            if searcher.agentic:
+                answer = searcher.run(question)
+            else:
+                doc_ids = resolve_doc_ids(searcher.store, paper, settings.store.kb) if paper else None
+                answer = searcher.single_shot.answer(question, doc_ids=doc_ids, categories=section, k=k)
+    except (PaperscopeError, ValueError) as exc:
+        raise fail(exc) from None
+    if answer.llm_error:
+        llm_warning(f"{answer.llm_error}; answered without it")
+    if as_json:
+        write_json(answer.model_dump_json(indent=2))
+        return
+    _print_answer(answer)
+
+
+@app.command()
+def retrieve(
+    question: Annotated[str, typer.Argument(help="The question, in quotes.")],
+    kb: KbOption = None,
+    paper: Annotated[
+        list[str] | None, typer.Option("--paper", help="Only this paper (doc_id or prefix); repeatable.")
+    ] = None,
+    section: Annotated[
+        list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
+    ] = None,
+    retriever: Annotated[
+        str | None, typer.Option("--retriever", help="bm25, dense, hybrid[:weighted], ensemble:..., parent_document.")
+    ] = None,
+    rerank: Annotated[
+        str | None, typer.Option("--rerank", help="cross-encoder:<path>, http(s)://.../rerank[#model], or llm.")
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to return.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the retrieval as JSON.")] = False,
+) -> None:
+    """The ranked evidence for a question, without an answer: what ask would read, with citations and scores.
+
+    Routed as ask routes it (one paper, the field, or none); --paper searches only that paper (several are
+    compared), --section only those sections.
+    """
+    from ..agent.llm import make_chat_model
+    from ..rag.engine import Engine
+    from ..rag.filters import SearchFilter
+
+    settings = settings_for(kb, retrieval={"retriever": retriever, "rerank": rerank, "k": k})
+    check_scope(question, paper, section)
+    try:
+        with open_kb(settings, warn=True) as store:
+            doc_ids = resolve_doc_ids(store, paper, settings.store.kb) if paper else None
+            chat_model = make_chat_model(settings.llm) if settings.retrieval.rerank == "llm" else None
+            if settings.retrieval.rerank == "llm" and chat_model is None:
+                raise ConfigError("--rerank llm needs a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
+            engine = Engine(store, settings, chat_model)
+            scope = SearchFilter(doc_ids=doc_ids, categories=section or None)
+            found = engine.retrieve(question, scope, settings.retrieval.k)
+    except (PaperscopeError, ValueError) as exc:
+        raise fail(exc) from None
+    if as_json:
+        write_json(json.dumps(found.response(), ensure_ascii=False, indent=2))
+        return
+    from ..chat import pages_label
+
+    console.print(f"[bold]Track {found.track}[/bold] · {len(found.chunks)} passages · {markup(found.models.retriever)}")
+    for n, hit in enumerate(found.hits, start=1):
+        score = f"{hit.score:.3f}" if hit.score is not None else "-"
+        where = f"{hit.section_title} ({hit.section_category}), {pages_label((hit.page, hit.page_end))}"
+        console.print(
+            terminal.text(f"[{n}] {hit.citation}  score {score}  {hit.title} · {where}", "bold"), soft_wrap=True
+        )
+        flat = " ".join(hit.text.split())
+        console.print(terminal.text(flat if len(flat) <= 400 else flat[:399] + "…"), soft_wrap=True)
+    for note in found.notes:
+        console.print(f"[yellow]note:[/yellow] {markup(note)}", soft_wrap=True)
+
+
+@app.command()
+def chat(
+    kb: KbOption = None,
+    no_agent: Annotated[
+        bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
+    ] = False,
+) -> None:
+    """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers."""
+    from ..agent.searcher import AgenticSearcher
+    from ..chat import chat_loop
+
+    settings = settings_for(kb)
+    if no_agent:
+        settings.agent.enable_agentic_rag = False
+    try:
+        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
+            say_mode(settings)
+            chat_loop(searcher, console, mode=mode_of(settings))
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+
+
+@app.command("eval")
+def evaluate(
+    file: Annotated[Path, typer.Argument(help="Gold queries: JSONL (one object per line) or YAML.")],
+    kb: KbOption = None,
+    no_agent: Annotated[
+        bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
+    ] = False,
+    k: Annotated[
+        int | None, typer.Option("--k", min=1, max=50, help="Sources scored per query (default: retrieval.k, 5).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write a Markdown report here.")] = None,
+) -> None:
+    """Replay gold queries and report routing, retrieval and answer quality, and latency."""
+    from rich.table import Table
+
+    from ..agent.searcher import AgenticSearcher
+    from ..eval.queries import load_queries
+    from ..eval.report import LABELS, SHORT, fmt, markdown, summary_rows
+    from ..eval.runner import EXPLANATIONS, METRICS, run_eval
+
+    settings = settings_for(kb, retrieval={"k": max(k, 5) if k else None})
+    k = k or settings.retrieval.k
+    if no_agent:
+        settings.agent.enable_agentic_rag = False
+    try:
+        queries = load_queries(file)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    from ..agent.llm import BoundedChatOpenAI
+
+    bars = progress_bars(quiet=as_json)
+    try:
+        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher, bars:
+            if isinstance(searcher.chat_model, BoundedChatOpenAI):
+                # A batch: once the endpoint is down, the remaining queries are answered without it at once.
+                searcher.chat_model.keep_failures = True
+            task = bars.add_task("eval", total=len(queries))
+            report = run_eval(
+                searcher, queries, k=k, file=str(file), mode=mode_of(settings), on_result=lambda _: bars.advance(task)
+            )
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+    if out is not None:
+        try:
+            out.write_text(markdown(report), encoding="utf-8")
+        except OSError as exc:
+            raise fail(ConfigError(f"{out}: cannot write the report: {exc.strerror or exc}")) from None
+    failed_llm = [r.llm_error for r in report.results if r.llm_error]
+    if failed_llm:
+        llm_warning(f"{failed_llm[0]}; {len(failed_llm)} of {len(report.results)} queries were answered without it")
+    if as_json:
+        write_json(report.model_dump_json(indent=2))
+        return
+    table = Table(title=f"eval {markup(terminal.one_line(file.name))} · {markup(report.mode)} · k={k}")
+    table.add_column("set", no_wrap=True)
+    table.add_column("n", justify="right")
+    for m in METRICS:
+        table.add_column(SHORT[m].replace("@k", f"@{k}"), justify="right")
+    table.add_column("p50 s", justify="right")
+    for label, summary in summary_rows(report):
+        table.add_row(
+            terminal.text(label),
+            str(summary.queries),
+            *(fmt(summary.scores[m]) for m in METRICS),
+            f"{summary.latency_p50:.2f}",
+        )
+    print_table(table)
+    for m, text in EXPLANATIONS.items():
+        console.print(f"[dim]{markup(SHORT.get(m, m))} = {markup(LABELS.get(m, m))}: {markup(text)}[/dim]")
+    errors = [r for r in report.results if r.error]
+    for r in errors:
+        err_console.print(f"[red]{markup(r.id)}[/red]: {markup(r.error)}", soft_wrap=True)
+    if out is not None:
+        console.print(f"report written to {markup(terminal.one_line(out))}")
+    if errors:
+        raise typer.Exit(code=1)
+
+
+def _print_answer(answer: Answer) -> None:
+    from rich.panel import Panel
+
+    from ..chat import how_answered, source_line
+
+    title = f"Track {answer.track} · {answer.track_label} · {how_answered(answer)}"
+    body = terminal.answer(answer.answer, extractive=answer.extractive)
+    console.print(Panel(body, title=title, title_align="left"))
+    for s in answer.sources:
+        console.print(source_line(s, chunks=True))
+    for note in answer.notes:
+        if note not in answer.answer:
+            console.print(f"[yellow]note:[/yellow] {markup(note)}")
+    console.print(f"[dim]{answer.timings.get('total', 0.0):.2f} s[/dim]")
