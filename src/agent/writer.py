@@ -69,6 +69,7 @@ class AnswerWriter:
         and `llm_error` saying so.
         """
         t0 = time.perf_counter() if started is None else started
+        agent_error = run.pop("llm_error", None)  # the agent's model failure, when this is its fallback
         begun = time.perf_counter()
         routing = sum(o.seconds for o in retrieval.operators if o.kind == "router")
         timings = {"route": routing, "retrieve": sum(o.seconds for o in retrieval.operators) - routing}
@@ -134,7 +135,7 @@ class AnswerWriter:
             started=t0,
             models=self.models(model if not extractive else None),
             operators=retrieval.operators,
-            llm_error=llm_error or run.pop("llm_error", None),
+            llm_error=llm_error or agent_error,
             **run,
         )
 

@@ -23,6 +23,3 @@ def main() -> None:
     """Entry point that keeps tracebacks away from users for expected errors."""
     app()
 
-
-if __name__ == "__main__":
-    main()

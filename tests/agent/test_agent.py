@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
 from paperscope.prompts import load_prompt
-from paperscope.rag.locate import PaperLocator
+from paperscope.rag.engine import Engine
 from paperscope.rag.store import PaperStore
 from tests.scripted_model import DESIGN_TOOLS, ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 
@@ -337,7 +337,7 @@ def test_streaming_hands_the_answer_to_the_chat(
 
 
 def test_brief_declarations_keep_names_types_and_defaults_only(sample_kb: PaperStore) -> None:
-    tools = AgentTools(sample_kb, sample_kb.settings, RunState()).tools()
+    tools = AgentTools(Engine(sample_kb), RunState()).tools()
     declared = {d["function"]["name"]: d["function"] for d in brief_declarations(tools)}
     section = declared["search_by_section"]
     assert section["description"] == (
@@ -356,7 +356,7 @@ def test_brief_declarations_keep_names_types_and_defaults_only(sample_kb: PaperS
 
 def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
     state = RunState()
-    tools = AgentTools(sample_kb, sample_kb.settings, state)
+    tools = AgentTools(Engine(sample_kb), state)
     doc = sample_doc_ids["chunksage"]
     out = tools.get_context_window(doc, 0, 1)
     assert CITE.findall(out) == ["P1:0", "P1:1"]  # the model reads short ids ...
@@ -400,7 +400,7 @@ def test_search_abstracts_finds_a_paper_by_what_people_call_it(
     sample_kb: PaperStore, sample_doc_ids: dict[str, str]
 ) -> None:
     papers = [p for p in sample_kb.list_papers(brief=True) if p.ready]
-    tools = AgentTools(sample_kb, sample_kb.settings, RunState(), papers, locator=PaperLocator(sample_kb, papers))
+    tools = AgentTools(Engine(sample_kb), RunState(), papers)
     # Author names are in no abstract: only the catalogue's aliases know them.
     for query, paper in [("Mendez et al.", "blendir"), ("the paper by Mendez and Weiss", "blendir")]:
         first = tools.search_abstracts(query, k=3).splitlines()[0]

@@ -1,0 +1,5 @@
+"""`python -m paperscope.cli`: the `paperscope` command."""
+
+from . import main
+
+main()
