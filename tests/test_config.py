@@ -240,7 +240,7 @@ def test_config_set_and_unset_are_checked_before_anything_is_saved(
     fails("home cannot be a knowledge base's own setting", *kb, "--set", "home=/x")
     fails("llm.api_key cannot be a knowledge base's own setting: a secret", *kb, "--set", "llm.api_key=sk")
     fails("embedding.model cannot be a knowledge base's own setting: it is fixed", *kb, "--set", "embedding.model=x")
-    fails("'nope' is not one of code, markdown, parent_child, recursive, semantic, sentence", *kb, "--set", "chunking.strategy=nope")
+    fails("'nope' is not one of code, markdown, parent_child, recursive", *kb, "--set", "chunking.strategy=nope")
     fails("expected NAME=VALUE", *kb, "--set", "retrieval.k")
     fails("--unset: unknown setting retrieval.kk", *kb, "--unset", "retrieval.kk")
     fails("name it with --kb NAME", "--set", "retrieval.k=3")
