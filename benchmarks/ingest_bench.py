@@ -14,9 +14,9 @@ import platform
 import tempfile
 from pathlib import Path
 
-from paperscope.config import load_settings
 from paperscope.rag.ingest import IngestReport, ingest
 from paperscope.rag.store import PaperStore
+from paperscope.settings_layers import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 

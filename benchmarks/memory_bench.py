@@ -82,8 +82,8 @@ def run_stage(stage: str, folder: Path, home: Path) -> str:
             chunks += len(chunk_paper(paper, counter))
         return f"{len(pdfs)} files, {pages} pages, {chunks} chunks"
 
-    from paperscope.config import load_settings
     from paperscope.rag.store import PaperStore
+    from paperscope.settings_layers import load_settings
 
     settings = load_settings(store={"kb": "bench_memory"}).model_copy(update={"home": home})
     if stage == "ingest":

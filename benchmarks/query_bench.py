@@ -47,11 +47,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from paperscope.agent.pipeline import Searcher
 from paperscope.agent.searcher import AgenticSearcher
-from paperscope.config import Settings, load_settings
+from paperscope.config import Settings
 from paperscope.parser import Paper
 from paperscope.rag.chunking import Chunk
 from paperscope.rag.store import PaperStore
 from paperscope.rag.tokens import TokenCounter, local_token_counter
+from paperscope.settings_layers import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 # The repository root on sys.path for `tests.scripted_model`: the agent is driven by the same scripted

@@ -32,11 +32,11 @@ from paperscope.agent.answer import Answer  # noqa: E402
 from paperscope.agent.probe import probe  # noqa: E402
 from paperscope.agent.searcher import AgenticSearcher  # noqa: E402
 from paperscope.agent.textcalls import looks_like_a_call  # noqa: E402
-from paperscope.config import load_settings  # noqa: E402
 from paperscope.eval.metrics import coverage  # noqa: E402
 from paperscope.eval.queries import EvalQuery, load_queries  # noqa: E402
 from paperscope.rag.ingest import ingest  # noqa: E402
 from paperscope.rag.store import PaperStore  # noqa: E402
+from paperscope.settings_layers import load_settings  # noqa: E402
 
 
 def calls_made(answer: Answer) -> str:

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import pymilvus
 
-from paperscope.config import load_settings
 from paperscope.parser import Paper, parse_markdown
 from paperscope.rag.chunking import Chunk, chunk_paper
 from paperscope.rag.embeddings import make_embedder
 from paperscope.rag.filters import SearchFilter
 from paperscope.rag.store import PaperStore
 from paperscope.rag.tokens import TokenCounter
+from paperscope.settings_layers import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")

@@ -47,15 +47,22 @@ def quiet_grpc() -> None:
         os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 
+_quiet = False  # set by quiet_backend_loggers: the levels are applied again after pymilvus is imported
+
+
 def quiet_backend_loggers() -> None:
     """Silence the Python loggers of pymilvus, Milvus Lite and grpc (unless debugging).
 
-    pymilvus configures its loggers when it is imported, so it is imported (through the store, which
-    guards that import) before their levels are set.
+    pymilvus configures its loggers when it is imported: the store calls `backend_imported` right after it
+    imports pymilvus (rag/store/milvus.py), so the levels hold whichever comes first.
     """
-    if debug():
-        return
-    from .rag import store  # noqa: F401  (imports pymilvus)
+    global _quiet
+    _quiet = not debug()
+    backend_imported()
 
-    for name in BACKEND_LOGGERS:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+def backend_imported() -> None:
+    """Apply the quiet levels (when asked for) to the backend's loggers, as they now are."""
+    if _quiet:
+        for name in BACKEND_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)

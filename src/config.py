@@ -1,7 +1,7 @@
 """One Settings object, built from nested parts, in layers: request > knowledge base > user file > env > defaults.
 
 The layers are put together by `settings_layers.load_layers` (`load_settings` returns its Settings); the
-user file is `$PAPERSCOPE_HOME/config.toml` (user_config.py), a knowledge base's own settings live in
+user file is `$PAPERSCOPE_HOME/config.toml` (settings_layers.py), a knowledge base's own settings live in
 the knowledge base (rag/kb_settings.py). This module holds the Settings model and reads the environment.
 
 Environment: PAPERSCOPE_HOME, MILVUS_URI, MILVUS_TOKEN, OPENAI_BASE_URL, OPENAI_API_KEY and
@@ -22,16 +22,13 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from .backend_logs import LOG_ENV
 from .errors import ConfigError
-
-if TYPE_CHECKING:
-    from .settings_layers import Layer
 
 log = logging.getLogger(__name__)
 ENV_PREFIX = "PAPERSCOPE_"
@@ -253,19 +250,3 @@ def check_home(home: Path) -> None:
                 what = "is a file" if p == path else f"cannot be created: {p} is a file"
                 raise ConfigError(f"PAPERSCOPE_HOME {home}: {what}, not a directory")
             return
-
-
-def load_settings(
-    request: Mapping[str, Any] | None = None, kb: Layer | None = None, **parts: dict[str, Any]
-) -> Settings:
-    """Settings from every layer: `request` and `parts` (e.g. store={"kb": "x"}; None values are not given) >
-    `kb` (a knowledge base's layer, see rag/kb_settings.py) > `$PAPERSCOPE_HOME/config.toml` > the environment
-    (including MILVUS_URI and friends) > defaults. See `settings_layers.load_layers`, which also says where
-    each value came from.
-
-    Raises ConfigError (one line, naming the file, variable or setting); unknown PAPERSCOPE_* variables are
-    logged as warnings with the closest valid name.
-    """
-    from .settings_layers import flatten, load_layers
-
-    return load_layers({**flatten(request or {}), **flatten(parts)}, kb).settings

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from paperscope.config import load_settings
+from paperscope.settings_layers import load_settings
 
 # A gRPC server and a client whose keepalive pings (every 100 ms, no call in flight) outpace what the
 # server allows (one per 5 minutes): the server answers the third with GOAWAY too_many_pings, which the

@@ -13,11 +13,11 @@ from pydantic import BaseModel
 from typer.testing import CliRunner
 
 from paperscope.cli import app
-from paperscope.config import Settings, load_settings
+from paperscope.config import Settings
 from paperscope.errors import ConfigError
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.store import PaperStore
-from paperscope.settings_layers import SOURCES, Layer, Source, load_layers
+from paperscope.settings_layers import SOURCES, Layer, Source, load_layers, load_settings
 from tests.markdown_papers import markdown
 
 #: retrieval.k as each layer gives it in the precedence tests (the default is 5).

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from paperscope.agent.searcher import AgenticSearcher
 from paperscope.cli import app
-from paperscope.config import load_settings
 from paperscope.rag.store import PaperStore
+from paperscope.settings_layers import load_settings
 from tests.openai_server import Reply, ScriptedOpenAIServer, Text, ToolCalls
 from tests.scripted_model import DESIGN_TOOLS
 

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from paperscope.agent.extractive import HEADER_WITHOUT_MODEL
 from paperscope.agent.searcher import NO_TOOLS, AgenticSearcher
 from paperscope.cli import app
-from paperscope.config import load_settings
 from paperscope.rag.store import PaperStore
+from paperscope.settings_layers import load_settings
 from tests.openai_server import (
     Drop,
     EmptyBody,

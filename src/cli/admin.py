@@ -58,11 +58,10 @@ def config_command(
 
     --set/--unset change the settings kept with one knowledge base (--kb), checked before they are saved.
     """
-    from ..config_view import changes_lines, settings_table
-    from ..rag.kb_settings import kb_client, parse_assignment, read_kb_settings, save_overrides
-    from ..rag.store import knowledge_bases
-    from ..settings_layers import load_layers
-    from ..user_config import user_file
+    from ..rag.kb_settings import parse_assignment, read_kb_settings, save_overrides
+    from ..rag.store import knowledge_bases, peek_client
+    from ..settings_layers import load_layers, user_file
+    from .config_view import changes_lines, settings_table
 
     quiet_backend_loggers()
     try:
@@ -75,7 +74,7 @@ def config_command(
             )
         assignments = dict(parse_assignment(a) for a in set_values or [])
         name = layered.settings.store.kb
-        with kb_client(layered.settings) as client:
+        with peek_client(layered.settings) as client:
             found = read_kb_settings(client, name) if client is not None else None
             if found is None and kb is not None:
                 others = ", ".join(repr(k) for k in knowledge_bases(client)) if client is not None else ""

@@ -48,11 +48,11 @@ def parse(
     """Parse a paper and print its structure tree (sections, categories, pages, chunk counts)."""
     from pydantic import ValidationError
 
-    from ..config import load_settings
     from ..parser import parse_file
     from ..rag.chunking import ChunkOptions, chunk_paper
     from ..rag.embeddings import make_embedder
     from ..rag.tokens import local_token_counter
+    from ..settings_layers import load_settings
 
     try:
         settings = load_settings(chunking={"strategy": strategy})

@@ -7,11 +7,11 @@ They live as properties of the kb's chunks collection (`{kb}_chunks`), beside `p
   for its life (another model asked for by any layer is a ConfigError), and its chunking settings;
 - `paperscope.overrides`: what `paperscope config --kb NAME --set retrieval.k=7` stored (`--unset` removes).
 
-The store writes the first at creation (`created_properties`). A kb made before these existed has no
+The store writes the first at creation (store/properties.py). A kb made before these existed has no
 `paperscope.settings`: its embedding model is read from `paperscope.embedder` when that says which spec it
 was (local, sentence-transformers:...), so it is fixed all the same.
 
-Every function works on a pymilvus MilvusClient (`store.client`, or the one `kb_client` opens before any
+Every function works on a pymilvus MilvusClient (`store.client`, or the one `peek_client` opens before any
 store is, since the embedder a store is opened with depends on these settings).
 """
 
@@ -19,40 +19,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import ConfigError, StoreError
-from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, flatten, load_layers, validate_values
+from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, load_layers, validate_values
 from .embeddings import LOCAL_MODEL_NAME
+from .store import PROP_DIM, PROP_EMBEDDER, peek_client
+from .store.properties import CREATED, FIXED, PROP_OVERRIDES, PROP_SETTINGS
 
 if TYPE_CHECKING:
     from pymilvus import MilvusClient  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
-PROP_SETTINGS = "paperscope.settings"
-PROP_OVERRIDES = "paperscope.overrides"
-_PROP_EMBEDDER = "paperscope.embedder"  # the embedder's name, written by the store
-_PROP_DIM = "paperscope.dim"
-#: Saved when a kb is created.
-CREATED = (
-    "embedding.model",
-    "chunking.strategy",
-    "chunking.chunk_size",
-    "chunking.overlap",
-    "chunking.parent_size",
-    "chunking.child_size",
-)
-#: Fixed for a kb's life: its vectors were made by this model.
-FIXED = frozenset({"embedding.model"})
-_SERVER = re.compile(r"^(https?|tcp|unix)://|^unix:")
 
 
 def not_per_kb(name: str) -> str | None:
@@ -100,26 +83,8 @@ class KbSettings:
         return Layer("kb", values, origins, label=self.label, fixed=FIXED & set(self.created), notes=notes)
 
 
-def spec_of(spec: str, embedder_name: str) -> str:
-    """The embedding spec to save for a kb built by the embedder named `embedder_name` from settings' `spec`:
-    `spec` when it names that embedder, else one made from the name (an embedder handed to the store)."""
-    provider, _, arg = spec.strip().partition(":")
-    named = {
-        "local": LOCAL_MODEL_NAME if not arg else None,
-        "sentence-transformers": f"sentence-transformers:{arg}",
-        "openai": f"openai:{arg.partition('@')[0]}",
-    }.get(provider.lower())
-    if named == embedder_name:
-        return spec.strip()
-    return "local" if embedder_name == LOCAL_MODEL_NAME else embedder_name
 
 
-def created_properties(settings: Settings, embedder_name: str, dim: int) -> dict[str, str]:
-    """The collection properties that save a new kb's settings (the store adds them when it creates a kb)."""
-    flat = flatten(settings.model_dump(mode="json"))
-    saved = {name: flat[name] for name in CREATED}
-    saved["embedding.model"] = spec_of(settings.embedding.model, embedder_name)
-    return {PROP_SETTINGS: json.dumps(saved, sort_keys=True)}
 
 
 def _load_json(kb: str, prop: str, raw: str | None) -> dict[str, Any]:
@@ -136,7 +101,7 @@ def _load_json(kb: str, prop: str, raw: str | None) -> dict[str, Any]:
 
 def _legacy_model(props: Mapping[str, str]) -> dict[str, Any]:
     """The embedding spec of a kb made before settings were saved, when its embedder's name tells it."""
-    name = props.get(_PROP_EMBEDDER, "")
+    name = props.get(PROP_EMBEDDER, "")
     if name == LOCAL_MODEL_NAME:
         return {"embedding.model": "local"}
     if name.startswith("sentence-transformers:"):
@@ -161,7 +126,7 @@ def read_kb_settings(client: MilvusClient, kb: str) -> KbSettings | None:
     for name in [n for n in created if n not in CREATED]:
         log.warning("knowledge base %r: saved setting %s is not one any more; ignored", kb, name)
         created.pop(name)
-    dim = props.get(_PROP_DIM)
+    dim = props.get(PROP_DIM)
     try:
         created = validate_values(created)
     except SettingError as exc:
@@ -246,68 +211,14 @@ def _jsonable(value: Any) -> Any:
     return str(value) if isinstance(value, Path) else value
 
 
-def _milvus_client() -> type[MilvusClient]:
-    # pymilvus parses MILVUS_URI when first imported and raises on a Lite path (see store.py).
-    env_uri = os.environ.pop("MILVUS_URI", None)
-    try:
-        from pymilvus import MilvusClient
-    finally:
-        if env_uri is not None:
-            os.environ["MILVUS_URI"] = env_uri
-    return MilvusClient  # type: ignore[no-any-return]
 
 
-def _lite_running(path: str) -> bool:
-    """True when this process already serves the Milvus Lite data at `path` (a store is open on it)."""
-    from milvus_lite.server_manager import server_manager_instance
-
-    return os.path.abspath(path) in getattr(server_manager_instance, "_servers", {path: None})
-
-
-@contextmanager
-def kb_client(settings: Settings) -> Iterator[MilvusClient | None]:
-    """A client of the Milvus that `settings.store` names, or None when it is a Milvus Lite file not made yet.
-
-    Creates nothing. A Milvus Lite server this opens is stopped again on exit (one a store of this
-    process serves is left alone). StoreError, one line, when Milvus cannot be reached.
-    """
-    uri, kb = settings.store.uri, settings.store.kb
-    lite: str | None = None
-    if not (uri and _SERVER.match(uri)):
-        if uri and not uri.endswith(".db"):
-            yield None  # not a Lite file name: the store says so when it is opened
-            return
-        lite = str((Path(uri) if uri else Path(settings.home) / "milvus.db").expanduser().resolve())
-        if not Path(lite).is_dir():
-            yield None
-            return
-    target = lite or str(uri)
-    started = lite is not None and not _lite_running(lite)
-    try:
-        client = _milvus_client()(uri=target, token=settings.store.token or "")
-    except Exception as exc:
-        why = str(exc)
-        if lite is not None:
-            from .store import lite_problem
-
-            why = lite_problem(lite)
-        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {target}: {why}") from exc
-    try:
-        yield client
-    finally:
-        try:
-            client.close()
-        finally:
-            if started and lite is not None:
-                from milvus_lite.server_manager import server_manager_instance
-
-                server_manager_instance.release_server(lite)
 
 
 def peek_kb_settings(settings: Settings) -> KbSettings | None:
     """The settings kept with the kb `settings.store.kb` names, read before any store is opened; None when
     that kb does not exist yet."""
-    with kb_client(settings) as client:
+    with peek_client(settings) as client:
         return None if client is None else read_kb_settings(client, settings.store.kb)
 
 

@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from .cues import fold
 
 # Common research vocabulary, Chinese -> English (general terms, not a paper's own words).
 _GLOSSARY: dict[str, str] = {
@@ -333,13 +334,8 @@ def focus(query: str, identifying: list[str]) -> str:
     """The question with the words that named its paper weighed down: every other word counts twice (BM25
     counts a query word as often as it is given), so "46 subjects" outweighs "catch trials" in a question
     about the paper on catch trials, while the title words still favour the passages that restate them."""
-    named = {w.lower() for phrase in identifying for w in re.findall(r"[\w-]+", _fold(phrase))}
+    named = {w.lower() for phrase in identifying for w in re.findall(r"[\w-]+", fold(phrase))}
     named |= {"paper", "study", "article", "authors", "et", "al"}
     words = re.findall(r"\S+", query)
-    rest = [w for w in words if re.sub(r"[^\w-]", "", _fold(w)).lower() not in named]
+    rest = [w for w in words if re.sub(r"[^\w-]", "", fold(w)).lower() not in named]
     return " ".join([*words, *rest]) if rest else query
-
-
-def _fold(text: str) -> str:
-    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
-    return "".join(c for c in text if not unicodedata.combining(c))

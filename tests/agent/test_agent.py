@@ -95,6 +95,11 @@ def test_track_a_abstracts_then_scoped_section_then_window(
     assert answer.route.source == "agent" and answer.turns == 4 and answer.mode == "agent"
     assert "turns" not in answer.timings and not any(s.from_text for s in answer.trace)
     assert [s.turn for s in answer.trace] == [1, 2, 3]
+    # Each call's trace lists the citations it gave the model, as full ids.
+    shown = [f"{doc}:{n}" for n in (int(c.split(":")[1]) for c in CITE.findall(str(scoped)))]
+    assert answer.trace[1].results == shown
+    assert answer.trace[0].results and all(":" in r and not r.startswith("P") for r in answer.trace[0].results)
+    assert {s.citation for s in answer.sources} <= {r for step in answer.trace for r in step.results}
 
 
 def test_track_b_draws_on_several_papers_and_runs_calls_concurrently(

@@ -15,7 +15,7 @@ from typing import Any
 import pymupdf
 import pytest
 
-from paperscope.config import Settings, load_settings
+from paperscope.config import Settings
 from paperscope.parser import parse_file
 from paperscope.rag.chunking import chunk_paper
 from paperscope.rag.embeddings import CachedEmbedder, make_embedder
@@ -23,6 +23,7 @@ from paperscope.rag.filters import SearchFilter
 from paperscope.rag.ingest import FileResult, IngestInterrupted, doc_id_for, file_sha256, ingest
 from paperscope.rag.paths import unescape_path
 from paperscope.rag.store import PaperStore
+from paperscope.settings_layers import load_settings
 from tests.markdown_papers import markdown as paper_markdown
 from tests.unprivileged import obeying_permissions, permissions_not_enforced
 

@@ -11,8 +11,8 @@ import pytest
 from paperscope.errors import ChunkingError
 from paperscope.parser import Paper, parse_file, parse_markdown
 from paperscope.rag.chunking import Chunk, ChunkOptions, chunk_paper, max_chars
+from paperscope.rag.chunking.splitters import sentences
 from paperscope.rag.embeddings import CachedEmbedder
-from paperscope.rag.splitters import sentences
 from paperscope.rag.tokens import WordCounter, local_token_counter
 
 REAL = "osdi2004_mapreduce.pdf"

@@ -9,6 +9,7 @@ Same code path for Milvus Lite (a local file, the default) and a Milvus server: 
 - milvus.py: pymilvus, imported once with MILVUS_URI set aside;
 - base.py: the client, failures as StoreError, whole-result queries, flushing, and readiness (a paper is shown
   only once all its chunks are stored);
+- properties.py: the settings a kb keeps with it (read and changed by rag/kb_settings.py);
 - schema.py: fields, indexes, BM25 functions, properties; collections made, checked and migrated;
 - records.py: StoredChunk, PaperRecord, PaperAlias, row mapping, VARCHAR limits;
 - writes.py: the ingest protocol, deletes, a paper's status and sources;
@@ -19,7 +20,7 @@ The checks on Milvus Lite were made against milvus-lite 3.2.2 + pymilvus 3.0.2.
 """
 
 from .base import CONSISTENCY, QUERY_WINDOW
-from .connection import knowledge_bases, lite_problem
+from .connection import knowledge_bases, lite_problem, peek_client
 from .paper_store import PaperStore
 from .records import (
     STATUS_BROKEN,
@@ -55,4 +56,5 @@ __all__ = [
     "clipped",
     "knowledge_bases",
     "lite_problem",
+    "peek_client",
 ]

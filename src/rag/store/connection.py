@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ...config import Settings
@@ -127,3 +129,51 @@ def lite_problem(path: str) -> str:
     finally:
         os.close(fd)
     return f"the Milvus Lite data at {data} is damaged; move it aside and ingest again"
+
+
+_SERVER = re.compile(r"^(https?|tcp|unix)://|^unix:")
+
+
+def _lite_running(path: str) -> bool:
+    """True when this process already serves the Milvus Lite data at `path` (a store is open on it)."""
+    from milvus_lite.server_manager import server_manager_instance
+
+    return os.path.abspath(path) in getattr(server_manager_instance, "_servers", {path: None})
+
+
+@contextmanager
+def peek_client(settings: Settings) -> Iterator[MilvusClient | None]:
+    """A client of the Milvus that `settings.store` names, or None when it is a Milvus Lite file not made yet.
+
+    Creates nothing. A Milvus Lite server this opens is stopped again on exit (one a store of this
+    process serves is left alone). StoreError, one line, when Milvus cannot be reached.
+    """
+    uri, kb = settings.store.uri, settings.store.kb
+    lite: str | None = None
+    if not (uri and _SERVER.match(uri)):
+        if uri and not uri.endswith(".db"):
+            yield None  # not a Lite file name: the store says so when it is opened
+            return
+        lite = str((Path(uri) if uri else Path(settings.home) / "milvus.db").expanduser().resolve())
+        if not Path(lite).is_dir():
+            yield None
+            return
+    target = lite or str(uri)
+    started = lite is not None and not _lite_running(lite)
+    try:
+        client = MilvusClient(uri=target, token=settings.store.token or "")
+    except Exception as exc:
+        why = str(exc)
+        if lite is not None:
+            why = lite_problem(lite)
+        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {target}: {why}") from exc
+    try:
+        yield client
+    finally:
+        try:
+            client.close()
+        finally:
+            if started and lite is not None:
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(lite)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from ...backend_logs import backend_imported
+
 _ENV_URI = os.environ.pop("MILVUS_URI", None)
 try:
     from pymilvus import (  # type: ignore[import-untyped]
@@ -24,6 +26,7 @@ try:
 finally:
     if _ENV_URI is not None:
         os.environ["MILVUS_URI"] = _ENV_URI
+backend_imported()  # pymilvus set its loggers up just now: quiet them again if the command asked for it
 
 __all__ = [
     "AnnSearchRequest",

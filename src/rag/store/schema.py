@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from ...errors import StoreError
 from ..identity import alias_rows, identity_of, search_text
-from ..kb_settings import created_properties
 from .base import CONSISTENCY, StoreBase
 from .connection import knowledge_bases
 from .milvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
+from .properties import created_properties
 from .records import VARCHAR, clip
 
 SCHEMA_VERSION = "3"  # 2: the catalogue's `sources`; 3: its `aliases`, searched with BM25 with title and abstract

@@ -7,11 +7,10 @@ from typing import Any
 
 from rich.table import Table
 
-from . import terminal
-from .rag.kb_settings import KbSettings
-from .settings_layers import LayeredSettings
-from .terminal import markup
-from .user_config import user_file
+from .. import terminal
+from ..rag.kb_settings import KbSettings
+from ..settings_layers import LayeredSettings, user_file
+from ..terminal import markup
 
 _COLOURS = {"default": "dim", "env": "cyan", "user": "green", "kb": "magenta", "request": "yellow"}
 

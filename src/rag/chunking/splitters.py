@@ -1,6 +1,6 @@
-"""Four more chunkers for the registry of chunking.py: sentence, token, semantic and code.
+"""Four more chunkers for the registry of base.py: sentence, token, semantic and code.
 
-They cut differently but build chunks alike, through chunking.py's builder: chunks stay inside a section,
+They cut differently but build chunks alike, through base.py's builder: chunks stay inside a section,
 carry the same metadata, number 0..N-1 and keep "context header + text" within the embedding window.
 
 - sentence: sentences packed up to chunk_size tokens; a chunk always ends where a sentence does.
@@ -18,9 +18,10 @@ import numpy as np
 import sentencex
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
-from ..errors import ChunkingError
-from ..parser.models import Paper, Paragraph, Section
-from .chunking import (
+from ...errors import ChunkingError
+from ...parser.models import Paper, Paragraph, Section
+from ..tokens import TokenCounter, TokenSpans
+from .base import (
     Chunk,
     ChunkOptions,
     _budget,
@@ -36,7 +37,6 @@ from .chunking import (
     max_chars,
     register,
 )
-from .tokens import TokenCounter, TokenSpans
 
 # --- sentences -----------------------------------------------------------------------------------------
 
