@@ -23,9 +23,9 @@ from paperscope.rag.kb_settings import (
     peek_kb_settings,
     read_kb_settings,
     save_overrides,
-    spec_of,
 )
 from paperscope.rag.store import PaperStore
+from paperscope.rag.store.properties import spec_of
 from tests.milvus_server import free_port
 
 BACKENDS = ["lite", pytest.param("server", marks=pytest.mark.integration)]
