@@ -348,18 +348,20 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
         used[c.n] += 1
 
     take(ranked[0], answering=True)
-    # Each further part of the question gets its own best unit; words already answered count less.
+    # Each part of the question gets its own best unit (the best overall often answers one of them).
     if len(qt.parts) > 1 and scores[ranked[0]] > 0:
         for part in qt.parts:
             pq = _query_terms(part)
             if not pq or len(picked) >= _ANSWERS:
                 continue
+            pt = question_type(part)
+            alone = scorer.scores(pt, pq)
+            if max(alone, key=lambda i: (alone[i], -i)) in seen:
+                continue  # the unit that best answers the part alone is already quoted
+            # Otherwise its best unit among the rest, the words the quoted lines hold counting less.
             covered = frozenset(t for run in picked for i in run for t in candidates[i].terms)
-            part_scores = scorer.scores(question_type(part), pq, covered, frozenset(seen))
-            for i in part_scores:
-                part_scores[i] += 0.3 * scores[i]
-            best = max(part_scores, key=lambda i: (part_scores[i], -i), default=-1)
-            if best >= 0 and part_scores[best] > 0:
+            best = _best(scorer.scores(pt, pq, covered, frozenset(seen)), scores)
+            if best >= 0:
                 take(best, answering=True)
     for i in ranked:
         take(i)
@@ -372,6 +374,16 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
             quoted.add(text.casefold())
             out.append((text, candidates[run[-1]].n))
     return out
+
+
+def _best(part_scores: dict[int, float], scores: dict[int, float]) -> int:
+    """The unit that best answers a part of the question (its score plus 0.3 of the whole question's), or -1."""
+    best, top = -1, 0.0
+    for i, s in part_scores.items():
+        total = s + 0.3 * scores[i]
+        if s > 0 and total > top:
+            best, top = i, total
+    return best
 
 
 def _leans_back(c: _Candidate, before: _Candidate) -> bool:

@@ -174,6 +174,8 @@ def is_debris(sentence: str) -> bool:
         return True
     if _EQUATION_LABELS.search(sentence):
         return True
+    if _run_in_heading(tokens):
+        return True
     n = len(tokens)
     symbolic = sum(map(_symbolic, tokens))
     numeric = sum(1 for t in tokens if re.fullmatch(r"[(\[]?[-+±]?\d[\d.,]*%?[)\]]?[.,;]?", t))
@@ -192,6 +194,14 @@ def _prose(token: str) -> bool:
     """A token only running text has: a lower-case word (not a unit or variable), or a function word."""
     core = token.strip(".,;:()[]'\"“”‘’")
     return (len(core) >= 2 and core.isalpha() and core.islower()) or core.lower() in _SHORT_OK
+
+
+def _run_in_heading(tokens: list[str]) -> bool:
+    """A heading run into the text ("Dataset and Evaluation Metrics."): a few capitalised words, no verb."""
+    content = [t.strip(".,;:()") for t in tokens if t.strip(".,;:()").lower() not in _SHORT_OK | {"and", "for", "the"}]
+    if len(tokens) > 8 or not content or any(ch.isdigit() for t in content for ch in t):
+        return False
+    return sum(1 for t in content if t[:1].isupper()) / len(content) >= 0.75
 
 
 def trim_debris(sentence: str) -> str:

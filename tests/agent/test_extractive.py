@@ -172,6 +172,7 @@ def test_chinese_sentence_ends_split() -> None:
         "A.4 Putting it all together . . . . . . . . . . . . . . . . 4 A.5 Additional proof details . . . . . 4",
         "[12] DEAN, J., AND GHEMAWAT, S. MapReduce: Simplified data processing on large clusters.",
         "19 259 20 ..",
+        "Dataset and Evaluation Metrics.",  # a run-in heading
     ],
 )
 def test_debris_is_not_a_sentence(debris: str) -> None:
@@ -290,3 +291,63 @@ def test_a_number_question_prefers_the_sentence_with_the_quantity() -> None:
     ]
     first = _first(extractive_answer("How many tablets does a tablet server manage?", evidence))
     assert "ten to a thousand" in first
+
+
+def test_the_figure_in_the_sentence_after_the_topic_is_the_answer() -> None:
+    # The topic sentence shares the question's words; the figure stands in the next one, which shares none.
+    evidence = [
+        _evidence(
+            [
+                "The fit of the runoff model to the held-out years was assessed with the coefficient of "
+                "determination. Most of the fits (81%) reached R2 above 0.6, with the rest above 0.4. The fitted "
+                "curves for each catchment are shown in the appendix."
+            ]
+        )
+    ]
+    answer = extractive_answer("How well did the runoff model fit the held-out years?", evidence)
+    assert "81%" in _first(answer)
+
+
+def test_a_sentence_pointing_back_is_quoted_with_the_one_before() -> None:
+    evidence = [
+        _evidence(
+            [
+                "We release the corpus under an open licence. Only two annotators labelled the corpus, both from "
+                "the same lab. Thus, the labels may carry a shared bias, a limitation of this study."
+            ]
+        )
+    ]
+    first = _first(extractive_answer("What limitation of the labelling do the authors point out?", evidence))
+    assert first.startswith("- Only two annotators labelled the corpus") and "shared bias" in first
+
+
+def test_a_limitation_question_prefers_what_the_method_cannot_do() -> None:
+    evidence = [
+        _evidence(
+            [
+                "TabParse is a table reader: TabParse reads scanned pages with a layout model. TabParse cannot "
+                "recover tables that span two pages, and it is slow on very large tables."
+            ],
+            title="TabParse: reading tables",
+        )
+    ]
+    first = _first(extractive_answer("What limitations of TabParse do the authors report?", evidence))
+    assert "cannot recover tables that span two pages" in first
+
+
+def test_each_part_of_a_question_gets_its_answer() -> None:
+    evidence = [
+        _evidence(
+            [
+                "The crawler starts from a seed set of pages. A seed set of 150 hand-picked sites is enough to "
+                "rank the rest of the graph. Seed sites were chosen by 3 editors over 2 weeks. Seed selection took "
+                "12 hours per editor. The experiments ran on the web graph "
+                "indexed by Yandex in 2019. Spam pages link to each other."
+            ]
+        )
+    ]
+    answer = extractive_answer(
+        "How many seed sites are needed, and on whose web graph were the experiments run?", evidence
+    )
+    lines = answer.splitlines()[1:3]  # the answering lines come first
+    assert "150 hand-picked sites" in lines[0] and any("Yandex" in line for line in lines)
