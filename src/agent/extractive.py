@@ -160,14 +160,17 @@ class _Scorer:
         self.df = Counter(t for c in candidates for t in c.terms)
         self.avg_len = sum(sum(c.terms.values()) for c in candidates) / len(candidates) or 1.0
         self.query_numbers = {q for _, q in quantities(query)}
-        self.vocabulary = list(self.df)
+        self._relatives_of: dict[str, tuple[str, ...]] = {}
 
-    @lru_cache(maxsize=4096)  # noqa: B019 - one scorer lives for one answer
     def _relatives(self, t: str) -> tuple[str, ...]:
         """Evidence stems that share a long prefix with `t` but are not `t` ("satisfi" -> "satisfact")."""
-        if len(t) < _PREFIX:
-            return ()
-        return tuple(v for v in self.vocabulary if v != t and len(v) >= _PREFIX and v[:_PREFIX] == t[:_PREFIX])
+        if t not in self._relatives_of:
+            self._relatives_of[t] = (
+                tuple(v for v in self.df if v != t and len(v) >= _PREFIX and v[:_PREFIX] == t[:_PREFIX])
+                if len(t) >= _PREFIX
+                else ()
+            )
+        return self._relatives_of[t]
 
     def lexical(self, c: _Candidate, q: list[str], covered: frozenset[str] = frozenset()) -> float:
         """BM25 of `c` for the question words `q`; title words and words already `covered` count less, and a

@@ -136,10 +136,6 @@ class QuestionType:
     chinese: bool
     counted: tuple[str, ...] = ()
 
-    def wants(self, ask: Ask) -> bool:
-        """True when the question asks for `ask`."""
-        return ask in self.asks
-
 
 # A title or name quoted in the question ('Teaching Small Language Models to Reason', 《...》) says which paper,
 # not what is asked: "Reason" or "Failure" in it is no "why" or "limitation" question.
