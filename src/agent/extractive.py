@@ -1,168 +1,398 @@
-"""The answer without a language model: the evidence's most relevant sentences, each cited."""
+"""The answer without a language model: the evidence's sentences that state the asked fact, each cited.
+
+Every sentence (or table row) of the evidence is scored with BM25 against the question's words (Chinese
+questions with their English glossary terms, see `rag.query.expand`), then weighed by what the question asks
+for (`question_type`): a number question prefers a quantity next to what it counts or near the question's
+words, a "which dataset" question a named thing, a "why" question a stated reason. A sentence also takes a
+share of its neighbours' relevance: papers often state the topic in one sentence and the figure in the next.
+Words that name the paper (its title) and the paper's own citations ("(Lehr et al., 2012)") count less:
+they say which paper, not where in it the answer is. A question that asks several things gets the best
+sentence for each of its parts. The answering sentences come first, then a few supporting ones.
+"""
 
 from __future__ import annotations
 
 import math
 import re
 from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import snowballstemmer
 
 from ..rag.context import Evidence
+from ..rag.query import expand
+from .quantities import NUMBER_WORDS, quantities
+from .question_type import Ask, QuestionType, question_type
+from .sentences import Unit, split_sentences, units
 
 HEADER = "Extracted from the retrieved papers (no language model configured; quoted sentences, best first):"
 # The same, when a model is configured but failed (or was set aside) for this answer.
 HEADER_WITHOUT_MODEL = "Extracted from the retrieved papers (without the language model; quoted sentences, best first):"
 
-# A sentence ends at . ! ? followed by space and a capital, digit or bracket; "e.g. x", "Fig. 3", "36.1" stay whole.
-_SENTENCE_END = re.compile(
-    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bet al\.)(?<!\bFig\.)(?<!\bEq\.)(?<!\bSec\.)(?<=[.!?])\s+(?=[A-Z0-9(\[“\"])"
-)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
 _STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "many",
-        "much",
-        "no",
-        "not",
-        "of",
-        "on",
-        "or",
-        "our",
-        "paper",
-        "papers",
-        "should",
-        "than",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "use",
-        "used",
-        "uses",
-        "using",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "which",
-        "who",
-        "why",
-        "with",
-        "would",
-        "you",
-        "your",
-        "about",
-    ]
+    str.split(
+        """a an and are as at be by can could did do does for from had has have how in into is it its many much no
+        not of on or our paper papers should than that the their then there these they this those to was we were
+        what when which who why with would you your about whose where while also been both each other such very
+        well between through authors study article show shown report reported et al"""
+    )
 )
-_NUMBER_QUESTION = re.compile(r"\b(how (much|many|large|long|fast|big)|what (size|number|percentage))\b", re.I)
-_HAS_NUMBER = re.compile(r"\d")
 _CAPTION = re.compile(r"^(Table|Figure|Fig\.)\s*[\dIVX]+[:.]")
 # The paper's own numbered references ("[1]", "[2, 5]", "[12–14]", "[3; 7-9]"): next to our "[n]" they
 # would read as citations of our sources. Decimals ("[0.5, 1]") and zero ("[0, 1]") are intervals, kept.
 _REFERENCE = re.compile(r"\s?\[(?:[1-9]\d{0,2})(?:\s*(?:[,;]|[-–—])\s*(?:[1-9]\d{0,2}))*\]")
+# A citation in author-year style, "(Lehr et al., 2012; Roark, 2011)": its names are not the sentence's topic.
+_AUTHOR_YEAR = re.compile(r"\((?:[^()]*?\b(?:19|20)\d\d[a-z]?)+[^()]*\)")
+# A named thing: a capitalised word not opening the sentence, an acronym, a CamelCase or alphanumeric name.
+_NAME = re.compile(
+    r"(?<=[\s(,;:/\"“])(?:[A-Z][a-z]+(?:[A-Z][A-Za-z]*)+|[A-Z]{2,}[A-Za-z0-9\-]*|[A-Z][a-z]{2,}|[a-z]+[A-Z][A-Za-z0-9]*)\b"
+)
+# A term the sentence coins or names in quotes: “hard negatives”, ‘gists’.
+_COINED = re.compile(r"[“\"‘][A-Za-z][\w\- ]{2,40}[”\"’]")
+# A passive without its agent ("were analysed qualitatively", no "by ..."): it cannot answer "who".
+_AGENTLESS = re.compile(r"^(?!.*\bby\b).*\b(?:is|are|was|were|been|being)\s+(?:\w+ly\s+)?\w+(?:ed|en)\b", re.I)
+_DEFINITION = re.compile(
+    r"\b(?:is|are)\s+(?:a|an|the|defined|called|known)\b|\brefers? to\b|\bdenotes?\b|\bwe define\b|\bstands for\b"
+    r"|\bconsists? of\b|\bi\.e\.|\bnamely\b",
+    re.I,
+)
+_COMPARISON = re.compile(
+    r"\bthan\b|\boutperform|\bbetter\b|\bworse\b|\bhigher\b|\blower\b|\bcompared\b|\bcomparison\b|\bimprov"
+    r"|\bversus\b|\bvs\.?|\bwhereas\b|\brelative to\b|\breduc|\bincreas|\bdecreas|\bsimilar\b|\bsuperior\b"
+    r"|\binferior\b|\bexceed|\bgain|\bbest\b",
+    re.I,
+)
+_REASON = re.compile(
+    r"\bbecause\b|\bsince\b|\bdue to\b|\bas a result\b|\btherefore\b|\bthus\b|\bhence\b|\bso that\b"
+    r"|\bin order to\b|\bto (?:ensure|avoid|keep|make|allow|reduce|prevent)\b|\breasons?\b|\bmotivat|\bcaus"
+    r"|\bfor (?:reasons of |the sake of )?\w+(?:ability|ness|ity|ency)\b|\bowing to\b|\bleads? to\b",
+    re.I,
+)
+_PROCEDURE = re.compile(
+    r"\bby\s+\w+ing\b|\busing\b|\bwe (?:use|used|train|trained|apply|applied|compute|computed|first|then|"
+    r"obtain|obtained|collect|collected|measure|measured|derive|derived|describe|model)\b|\bfirst\b|\bthen\b"
+    r"|\bfollowed by\b|\bsteps?\b|\bprocedure\b|\bwith\b",
+    re.I,
+)
+_YESNO = re.compile(
+    r"\bnot\b|\bno\b|\bnegligible\b|\bsignificant(?:ly)?\b|\bindeed\b|\bonly\b|\bwithout\b|\bcannot\b"
+    r"|\bmarginal(?:ly)?\b|\bslight(?:ly)?\b|\bsubstantial(?:ly)?\b",
+    re.I,
+)
+_LIMITATION = re.compile(
+    r"\bcannot\b|\bcan ?not\b|\bunable\b|\blimit(?:ed|ation|ations|s)?\b|\bdrawbacks?\b|\bweakness|\bshortcoming"
+    r"|\bnot (?:be )?(?:ideal|able|suitable|applicable|possible|clear|directly)\b|\bfails?\b|\bonly\b|\bhowever\b"
+    r"|\brestrict|\bdoes not\b|\bdo not\b|\bfuture work\b|\bexpensive\b|\bcostly\b|\boverhead\b|\bcaveat"
+    r"|\bmay (?:not|be)\b|\bmight\b|\bgenerali[sz]",
+    re.I,
+)
+_PATTERNS = {
+    Ask.DEFINITION: (_DEFINITION, 1.4),
+    Ask.COMPARISON: (_COMPARISON, 1.3),
+    Ask.REASON: (_REASON, 1.5),
+    Ask.PROCEDURE: (_PROCEDURE, 1.15),
+    Ask.YESNO: (_YESNO, 1.15),
+    Ask.LIMITATION: (_LIMITATION, 1.4),
+}
+_STEMMER = snowballstemmer.stemmer("english")
+_PREFIX = 5  # stems sharing this many leading letters are taken for relatives ("satisfied", "satisfaction")
+# The share of a neighbour's relevance a unit holding the asked kind of fact takes (half that from two away).
+_NEIGHBOUR = 0.4
+_ANSWERS = 3  # lines that answer (the best unit and one per further part of the question); the rest support
+# An opening that points back at the sentence before: that sentence is quoted with it.
+_ANAPHORA = re.compile(
+    r"(?:Thus|Therefore|Hence|Consequently|Accordingly|As a result|In this case|In contrast|However|Nevertheless|"
+    r"This|These|That|Those|Such|It|They|Both|Neither|Here)\b"
+)
+_LONG = 60  # words: a longer "sentence" is usually two columns run together by the text layer
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
-    """A light stemmer, enough for "trained"/"training"/"trains" to meet."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+    stem: str = _STEMMER.stemWord(word)
+    return stem
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased, lightly stemmed content words of `text`."""
+    """Lower-cased, stemmed content words of `text`."""
     return [_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1]
-
-
-def _looks_like_table(sentence: str) -> bool:
-    """Table cells flattened into text: mostly numbers and short tokens."""
-    tokens = sentence.split()
-    numeric = sum(1 for t in tokens if any(ch.isdigit() for ch in t))
-    return len(tokens) >= 8 and numeric / len(tokens) > 0.35
 
 
 def sentences(text: str) -> list[str]:
     """Split a passage into sentences (keeps decimals and common abbreviations intact)."""
-    return [s.strip() for s in _SENTENCE_END.split(text.replace("\n", " ")) if len(s.strip()) > 20]
+    return [s for s in split_sentences(text) if len(s) > 20]
+
+
+@dataclass
+class _Candidate:
+    unit: Unit
+    n: int  # the citation number of its evidence
+    in_hit: bool  # from a retrieved chunk, not from the window around it
+    terms: Counter[str]
+    title_terms: frozenset[str]
+    words: list[tuple[int, str]] = field(default_factory=list)  # (offset, stem) of every word, for distances
+    section_terms: frozenset[str] = frozenset()  # the words of its section's heading ("5.7 Limitations of ...")
+
+
+def _candidates(evidence: list[Evidence]) -> list[_Candidate]:
+    """The evidence's units in reading order (so a unit's neighbours are the ones around it)."""
+    out: list[_Candidate] = []
+    for n, ev in enumerate(evidence, start=1):
+        title = frozenset(terms(ev.title))
+        for chunk in ev.chunks:
+            for unit in units(chunk.text):
+                if unit.row is None and len(unit.text) <= 20:
+                    continue
+                counted = Counter(terms(_AUTHOR_YEAR.sub(" ", unit.text)))
+                words = [(m.start(), _stem(m.group(0).lower())) for m in _WORD.finditer(unit.text)]
+                section = frozenset(terms(chunk.section_title))
+                out.append(_Candidate(unit, n, chunk.chunk_index in ev.hits, counted, title, words, section))
+    return out
+
+
+class _Scorer:
+    """BM25 over the evidence's own units, weighed by the kind of fact asked for."""
+
+    def __init__(self, candidates: list[_Candidate], query: str) -> None:
+        self.candidates = candidates
+        self.df = Counter(t for c in candidates for t in c.terms)
+        self.avg_len = sum(sum(c.terms.values()) for c in candidates) / len(candidates) or 1.0
+        self.query_numbers = {q for _, q in quantities(query)}
+        self._relatives_of: dict[str, tuple[str, ...]] = {}
+
+    def _relatives(self, t: str) -> tuple[str, ...]:
+        """Evidence stems that share a long prefix with `t` but are not `t` ("satisfi" -> "satisfact")."""
+        if t not in self._relatives_of:
+            self._relatives_of[t] = (
+                tuple(v for v in self.df if v != t and len(v) >= _PREFIX and v[:_PREFIX] == t[:_PREFIX])
+                if len(t) >= _PREFIX
+                else ()
+            )
+        return self._relatives_of[t]
+
+    def lexical(self, c: _Candidate, q: list[str], covered: frozenset[str] = frozenset()) -> float:
+        """BM25 of `c` for the question words `q`; title words and words already `covered` count less, and a
+        word met only as a relative ("satisfaction" for "satisfied") counts half."""
+        d = c.terms
+        norm = 1.2 * (0.25 + 0.75 * sum(d.values()) / self.avg_len)
+        total = 0.0
+        for t in set(q):
+            match, weight = t, 1.0
+            if t not in d:
+                match = next((r for r in self._relatives(t) if r in d), "")
+                weight = 0.5
+                if not match:
+                    continue
+            w = weight * math.log(1 + len(self.candidates) / self.df[match]) * d[match] * 2.2 / (d[match] + norm)
+            if t in c.title_terms:
+                w *= 0.35  # it names the paper, not the answer
+            if t in covered:
+                w *= 0.4
+            total += w
+        # The heading of the unit's section counts too, at half weight: a question on limitations finds the
+        # sentences of a "Limitations" section even where they do not repeat the word.
+        for t in set(q) & c.section_terms - c.title_terms - covered:
+            total += 0.5 * math.log(1 + len(self.candidates) / max(1, self.df[t]))
+        return total
+
+    def fit(self, c: _Candidate, qt: QuestionType, q: list[str]) -> float:
+        """How well the shape of `c` fits what is asked (1.0: neutral)."""
+        fits = [self._fit_one(ask, c, qt, q) for ask in qt.asks]
+        # A unit that fits several of the asked kinds ("10 catchments from Australia ...") beats one that fits
+        # one of them; one that fits none takes the mildest penalty.
+        good = [m for m in fits if m > 1.0]
+        return math.prod(good) if good else min(fits, default=1.0)
+
+    def _fit_one(self, ask: Ask, c: _Candidate, qt: QuestionType, q: list[str]) -> float:
+        text = c.unit.text
+        if ask is Ask.NUMBER:
+            found = [(i, v) for i, v in quantities(text) if v not in self.query_numbers]
+            if not found:
+                return 0.6
+            offsets = [i for i, _ in found]
+            heads = _heads(qt.counted)
+            counts = _counts(c, offsets, heads)
+            if heads and not counts and all(NUMBER_WORDS.match(v) for _, v in found):
+                return 1.1  # "two simple constraints": a number word says little unless it counts what is asked
+            unit = 0.1 if any(not re.fullmatch(r"[-+±]?[\d,.]+", v) for _, v in found) else 0.0
+            return 1.3 + 0.5 * _proximity(c, offsets, q) + unit + 0.6 * counts
+        if ask is Ask.ENTITY:
+            names = [m.group(0) for m in _NAME.finditer(text) if _stem(m.group(0).lower()) not in q]
+            return 1.3 if names or _COINED.search(text) else 0.85
+        if ask is Ask.PERSON:
+            if [m for m in _NAME.finditer(text) if _stem(m.group(0).lower()) not in q]:
+                return 1.3
+            return 0.7 if _AGENTLESS.search(text) else 1.0  # "transcripts were analysed" does not say who did it
+        pattern, gain = _PATTERNS[ask]
+        return gain if pattern.search(text) else 0.9
+
+    def score(self, c: _Candidate, qt: QuestionType, q: list[str], lexical: float, near: float = 0.0) -> float:
+        """The candidate's score given its own `lexical` relevance and its best neighbour's (`near`), which
+        counts unless the unit lacks what is asked: the figure often follows the sentence naming the topic."""
+        fit = self.fit(c, qt, q)
+        if fit >= 1.0:
+            lexical += _NEIGHBOUR * near
+        if lexical == 0.0:
+            return 0.0
+        text = c.unit.text
+        s = lexical * fit
+        if c.unit.row is None and _CAPTION.match(text):
+            s *= 0.6  # a caption names what a table shows, rarely the answer itself
+        if text.rstrip().endswith("?"):
+            s *= 0.5  # a question the paper asks, not an answer
+        if (n_words := len(c.words)) > _LONG:
+            s *= math.sqrt(_LONG / n_words)
+        return s * (1.25 if c.in_hit else 1.0)
+
+    def scores(
+        self, qt: QuestionType, q: list[str], covered: frozenset[str] = frozenset(), skip: frozenset[int] = frozenset()
+    ) -> dict[int, float]:
+        """Every candidate's score (except `skip`)."""
+        lex = [self.lexical(c, q, covered) for c in self.candidates]
+        out: dict[int, float] = {}
+        for i, c in enumerate(self.candidates):
+            if i in skip:
+                continue
+            near = [
+                lex[j] / abs(j - i)
+                for j in (i - 2, i - 1, i + 1, i + 2)
+                if 0 <= j < len(lex) and self.candidates[j].n == c.n
+            ]
+            out[i] = self.score(c, qt, q, lex[i], max(near, default=0.0))
+        return out
+
+
+def _proximity(c: _Candidate, offsets: list[int], q: list[str]) -> float:
+    """1.0 when a quantity stands right by a question word, falling off over about six words."""
+    near = [k for k, (_, w) in enumerate(c.words) if w in q]
+    if not near:
+        return 0.0
+    best = 0.0
+    for off in offsets:
+        k = _word_at(c, off)
+        best = max(best, math.exp(-min(abs(k - i) for i in near) / 6))
+    return best
+
+
+def _word_at(c: _Candidate, offset: int) -> int:
+    """Index of the first word at or after character `offset`."""
+    return next((k for k, (start, _) in enumerate(c.words) if start >= offset), len(c.words) - 1)
+
+
+@lru_cache(maxsize=256)
+def _heads(counted: tuple[str, ...]) -> frozenset[str]:
+    """The words a number question counts: "subjects" for "how many subjects" (English in the question's own
+    form: "parameters" is not "parameter settings"); for Chinese, the stem of the glossary's English word."""
+    heads: set[str] = set()
+    for phrase in counted:
+        if re.search(r"[\u4e00-\u9fff]", phrase):
+            heads |= {_stem(w) for w in terms(expand(phrase).replace(phrase, " "))[-1:]}
+        elif words := _WORD.findall(phrase):
+            heads.add(words[-1].lower())
+    return frozenset(heads)
+
+
+def _counts(c: _Candidate, offsets: list[int], heads: frozenset[str]) -> float:
+    """1.0 when a quantity counts what the question counts: "46 subjects" for "how many subjects", the thing
+    named within four words after the number (or three before it, "subjects (n = 46)")."""
+    if not heads:
+        return 0.0
+    for off in offsets:
+        k = _word_at(c, off)
+        around = c.words[k + 1 : k + 5] + c.words[max(0, k - 3) : k]
+        if heads & {w for _, w in around} or heads & {_surface(c.unit.text, start).lower() for start, _ in around}:
+            return 1.0
+    return 0.0
+
+
+def _surface(text: str, start: int) -> str:
+    m = _WORD.match(text, start)
+    return m.group(0) if m else ""
+
+
+# Chinese question words: the question type reads them; their glossary words ("how many number") are no topic.
+_ZH_ASKING = re.compile(r"多少|多大|多长|哪些|哪个|什么|为什么|如何|怎么|是否")
+
+
+def _query_terms(text: str) -> list[str]:
+    """The question's stemmed content words, with English for the Chinese research vocabulary it uses."""
+    return terms(expand(_ZH_ASKING.sub(" ", text)))
 
 
 def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_source: int = 3) -> list[tuple[str, int]]:
-    """(sentence, citation number) pairs, best first; numbers count from 1 in `evidence` order."""
-    candidates: list[tuple[str, int, bool]] = []  # sentence, number, from a hit chunk (not its window)
-    for n, ev in enumerate(evidence, start=1):
-        for chunk in ev.chunks:
-            for s in sentences(chunk.text):
-                if not _looks_like_table(s):
-                    candidates.append((s, n, chunk.chunk_index in ev.hits))
+    """(sentence, citation number) pairs, the answering ones first; numbers count from 1 in `evidence` order."""
+    candidates = _candidates(evidence)
     if not candidates:
         return []
-    docs = [Counter(terms(s)) for s, _, _ in candidates]
-    df = Counter(t for d in docs for t in d)
-    avg_len = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
-    q = set(terms(query))
-    wants_number = bool(_NUMBER_QUESTION.search(query))
+    qt = question_type(query)
+    q = _query_terms(query)
+    scorer = _Scorer(candidates, query)
+    scores = scorer.scores(qt, q)
+    ranked = sorted(scores, key=lambda i: (-scores[i], candidates[i].n, i))
+    if scores[ranked[0]] == 0:
+        # Nothing shares a word with the query: the hits' own sentences, in order.
+        ranked = [i for i in range(len(candidates)) if candidates[i].in_hit] or list(range(len(candidates)))
 
-    def score(i: int) -> float:
-        # BM25 over the evidence's own sentences: short sentences that state the fact beat long ones that mention it.
-        s, _, in_hit = candidates[i]
-        d = docs[i]
-        norm = 1.2 * (0.25 + 0.75 * sum(d.values()) / avg_len)
-        base = sum(math.log(1 + len(docs) / df[t]) * d[t] * 2.2 / (d[t] + norm) for t in q if t in d)
-        if wants_number and _HAS_NUMBER.search(s):
-            base *= 1.5
-        if _CAPTION.match(s):
-            base *= 0.6  # a caption names what a table shows, rarely the answer itself
-        return base * (1.25 if in_hit else 1.0)
-
-    ranked = sorted(range(len(candidates)), key=lambda i: (-score(i), candidates[i][1], i))
-    if score(ranked[0]) == 0:
-        # Nothing shares a word with the query (e.g. a question in another language): lead sentences of the hits.
-        ranked = [i for i in range(len(candidates)) if candidates[i][2]] or list(range(len(candidates)))
-    picked: list[tuple[str, int]] = []
-    seen: set[str] = set()
+    picked: list[list[int]] = []  # each line quotes a run of consecutive units
     used: Counter[int] = Counter()
+    seen: set[int] = set()
+
+    def take(i: int, answering: bool = False) -> None:
+        c = candidates[i]
+        if i in seen or used[c.n] >= per_source or len(picked) >= max_sentences:
+            return
+        run = [i]
+        if answering and (j := i - 1) >= 0 and j not in seen and _leans_back(c, candidates[j]):
+            run = [j, i]  # "Thus, the external validity ... is limited" needs the sentence it follows from
+        picked.append(run)
+        seen.update(run)
+        used[c.n] += 1
+
+    take(ranked[0], answering=True)
+    # Each part of the question gets its own best unit (the best overall often answers one of them).
+    if len(qt.parts) > 1 and scores[ranked[0]] > 0:
+        for part in qt.parts:
+            pq = _query_terms(part)
+            if not pq or len(picked) >= _ANSWERS:
+                continue
+            pt = question_type(part)
+            alone = scorer.scores(pt, pq)
+            if max(alone, key=lambda i: (alone[i], -i)) in seen:
+                continue  # the unit that best answers the part alone is already quoted
+            # Otherwise its best unit among the rest, the words the quoted lines hold counting less.
+            covered = frozenset(t for run in picked for i in run for t in candidates[i].terms)
+            best = _best(scorer.scores(pt, pq, covered, frozenset(seen)), scores)
+            if best >= 0:
+                take(best, answering=True)
     for i in ranked:
-        s, n, _ = candidates[i]
-        key = s.casefold()
-        if key in seen or used[n] >= per_source:
-            continue
-        picked.append((s, n))
-        seen.add(key)
-        used[n] += 1
-        if len(picked) == max_sentences:
-            break
-    return picked
+        take(i)
+    # The same sentence may stand in two sources (overlapping windows): it is quoted once.
+    out: list[tuple[str, int]] = []
+    quoted: set[str] = set()
+    for run in picked:
+        text = " ".join(candidates[i].unit.text for i in run)
+        if text.casefold() not in quoted:
+            quoted.add(text.casefold())
+            out.append((text, candidates[run[-1]].n))
+    return out
+
+
+def _best(part_scores: dict[int, float], scores: dict[int, float]) -> int:
+    """The unit that best answers a part of the question (its score plus 0.3 of the whole question's), or -1."""
+    best, top = -1, 0.0
+    for i, s in part_scores.items():
+        total = s + 0.3 * scores[i]
+        if s > 0 and total > top:
+            best, top = i, total
+    return best
+
+
+def _leans_back(c: _Candidate, before: _Candidate) -> bool:
+    """Whether prose unit `c` opens by pointing back ("Thus, ...", "This ...", "However, ...") at the unit
+    `before` it in the same passage."""
+    return c.unit.row is None and before.unit.row is None and before.n == c.n and bool(_ANAPHORA.match(c.unit.text))
 
 
 def strip_references(sentence: str) -> str:

@@ -1,13 +1,52 @@
-"""Extractive answers: the paper's own reference numbers never pass for our citations."""
+"""Extractive answers: the sentence that states the asked fact comes first, debris is never quoted, and the
+paper's own reference numbers never pass for our citations."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from paperscope.agent.extractive import extractive_answer, strip_references
+from paperscope.agent.extractive import extractive_answer, quantities, strip_references
+from paperscope.agent.question_type import Ask, question_type
+from paperscope.agent.sentences import is_debris, split_sentences, table_row, trim_debris, units
 from paperscope.parser.models import SectionCategory
+from paperscope.parser.pdf import parse_pdf
 from paperscope.rag.context import Evidence
 from paperscope.rag.store import StoredChunk
+
+DEVSET = Path(__file__).resolve().parents[3] / "shared" / "devset"
+
+
+def _chunk(text: str, index: int = 0, doc_id: str = "d" * 8, title: str = "FlashRank") -> StoredChunk:
+    return StoredChunk(
+        id=index + 1,
+        doc_id=doc_id,
+        title=title,
+        year=2023,
+        chunk_index=index,
+        text=text,
+        index_text=text,
+        section_title="3 Method",
+        parent_section="",
+        section_category=SectionCategory.METHOD,
+        hierarchy_level=0,
+        page_number=1,
+    )
+
+
+def _evidence(texts: list[str], hits: list[int] | None = None, title: str = "FlashRank") -> Evidence:
+    chunks = [_chunk(t, i, title=title) for i, t in enumerate(texts)]
+    return Evidence(doc_id="d" * 8, title=title, year=2023, chunks=chunks, hits=hits or [0], score=1.0, rank=0)
+
+
+def _first(answer: str) -> str:
+    """The first quoted line of an extractive answer."""
+    return answer.splitlines()[1]
+
+
+# --- reference numbers -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -26,22 +65,289 @@ def test_reference_numbers_are_stripped(sentence: str, expected: str) -> None:
 
 def test_an_extractive_answer_cites_only_our_sources() -> None:
     text = "FlashRank distils a listwise teacher [4] into small cross-encoders [5, 8]. It runs on a CPU [12–14]."
-    chunk = StoredChunk(
-        id=1,
-        doc_id="d" * 8,
-        title="FlashRank",
-        year=2023,
-        chunk_index=0,
-        text=text,
-        index_text=text,
-        section_title="3 Method",
-        parent_section="",
-        section_category=SectionCategory.METHOD,
-        hierarchy_level=0,
-        page_number=2,
-    )
-    evidence = [Evidence(doc_id="d" * 8, title="FlashRank", year=2023, chunks=[chunk], hits=[0], score=1.0, rank=0)]
+    evidence = [_evidence([text])]
     answer = extractive_answer("What does FlashRank distil into cross-encoders?", evidence)
     lines = answer.splitlines()[1:]
     assert "- FlashRank distils a listwise teacher into small cross-encoders. [1]" in lines
     assert all(line.endswith("[1]") and line.count("[") == 1 for line in lines)
+
+
+# --- question types ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("How many GPUs were used to train the retriever?", {Ask.NUMBER}),
+        ("What F1 score does the tagger reach on the test set?", {Ask.NUMBER}),
+        ("By how much does distillation cut latency?", {Ask.NUMBER}),
+        ("What percentage of the queries are answerable?", {Ask.NUMBER}),
+        ("Which dataset is the parser evaluated on?", {Ask.ENTITY}),
+        ("Which optimizer do the authors use?", {Ask.ENTITY}),
+        ("Who proposed the original ranking function?", {Ask.PERSON}),
+        ("What is a straggler?", {Ask.DEFINITION}),
+        ("Why does the model use only three hidden states?", {Ask.REASON}),
+        ("How does the system recover from a master failure?", {Ask.PROCEDURE}),
+        ("Does pruning hurt accuracy on long documents?", {Ask.YESNO}),
+        ("How does the new index compare with the B-tree on range scans?", {Ask.COMPARISON, Ask.PROCEDURE}),
+        ("How many seed pages are needed, and which crawl was used?", {Ask.NUMBER, Ask.ENTITY}),
+        ("这个模型在测试集上的准确率是多少？", {Ask.NUMBER}),
+        ("实验一共用了几个数据集？", {Ask.NUMBER}),
+        ("论文用哪个数据集做评估？", {Ask.ENTITY}),
+        ("为什么作者只用了三个隐藏状态？", {Ask.REASON}),
+        ("这个系统如何处理主节点故障？", {Ask.PROCEDURE}),
+        ("什么是掉队者（straggler）？", {Ask.DEFINITION}),
+        ("剪枝是否会降低准确率？", {Ask.YESNO, Ask.NUMBER}),
+        ("What limitations do the authors report?", {Ask.LIMITATION}),
+        ("论文的局限性是什么？", {Ask.LIMITATION}),
+        (
+            "What did the authors of 'Heart Failure Programmes: Why They Work' find?",
+            set(),
+        ),  # a quoted title asks nothing
+    ],
+)
+def test_question_types(question: str, asks: set[Ask]) -> None:
+    assert question_type(question).asks == asks
+
+
+def test_a_question_asking_several_things_is_split_into_parts() -> None:
+    qt = question_type("How many seed sites does it need, and whose web index were the experiments run on?")
+    assert qt.parts == ("How many seed sites does it need", "whose web index were the experiments run on")
+    zh = question_type("一个 tablet 默认有多大？位置信息用什么结构存储？")
+    assert len(zh.parts) == 2 and zh.chinese
+
+
+# --- quantities -------------------------------------------------------------------------------------
+
+
+def test_quantities_are_stated_amounts_not_years_or_labels() -> None:
+    sentence = "As Table 3 and Fig. 2 show (Smith, 2019) [12], it reaches 89.9% with 1.5 million pairs in 3 hours."
+    assert [q for _, q in quantities(sentence)] == ["89.9%", "1.5 million", "3 hours"]
+    assert [q for _, q in quantities("Each block is 64KB in size; speedups range from 2x-20x.")] == ["64KB", "2x-20x"]
+    assert [q for _, q in quantities("It needs only two passes over the data.")] == ["two"]
+
+
+# --- sentence splitting -----------------------------------------------------------------------------
+
+
+def test_sentences_survive_scholarly_abbreviations_and_decimals() -> None:
+    text = (
+        "We follow Smith et al. (2020) and use BM25 (e.g. Lucene) with k1 = 0.9. As Fig. 3 shows, the gain is "
+        "36.1 points. In Sec. 2 we define the loss, cf. Eq. (4). Figs. 4 and 5 show J. Smith's results "
+        "vs. the baseline. It is small, i.e. under 1 MB. A second paragraph starts here."
+    )
+    assert split_sentences(text) == [
+        "We follow Smith et al. (2020) and use BM25 (e.g. Lucene) with k1 = 0.9.",
+        "As Fig. 3 shows, the gain is 36.1 points.",
+        "In Sec. 2 we define the loss, cf. Eq. (4).",
+        "Figs. 4 and 5 show J. Smith's results vs. the baseline.",
+        "It is small, i.e. under 1 MB.",
+        "A second paragraph starts here.",
+    ]
+
+
+def test_hyphenation_at_line_ends_is_joined() -> None:
+    text = "The retriever is trained on ques-\ntion and passage pairs.\nIt generalises well to unseen domains."
+    assert [u.text for u in units(text)] == [
+        "The retriever is trained on question and passage pairs.",
+        "It generalises well to unseen domains.",
+    ]
+
+
+def test_chinese_sentence_ends_split() -> None:
+    assert split_sentences("模型达到 90%。速度提高了两倍！") == ["模型达到 90%。", "速度提高了两倍！"]
+
+
+# --- debris -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "debris",
+    [
+        # formula text as PyMuPDF reads it from arxiv1906.08632 (Goldt et al.)
+        "In particular, we have dRin ≡fR(m(α)) = ηvi⟨∆g′(λi)ρn⟩, (9a) dα dQik ≡fQ(m(α)) = ηvi⟨∆g′(λi)λk⟩",
+        "N = 784, M = 4, η = 0.2.",
+        "(1) (2) (3) where the terms are defined above",
+        "Crawl 800 11% 1000 16 8 0% No Crawl 50 33% 200 2 2 0% No Google Analytics 20 29% 10 1 1 0% Yes",
+        "A.4 Putting it all together . . . . . . . . . . . . . . . . 4 A.5 Additional proof details . . . . . 4",
+        "[12] DEAN, J., AND GHEMAWAT, S. MapReduce: Simplified data processing on large clusters.",
+        "19 259 20 ..",
+        "Dataset and Evaluation Metrics.",  # a run-in heading
+    ],
+)
+def test_debris_is_not_a_sentence(debris: str) -> None:
+    assert is_debris(debris)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "A Chubby service consists of five active replicas, one of which is elected to be the master.",
+        "Our experiments show that the method reduces extraction error by 39%, on average, compared with prior work.",
+        "We now study networks when both layers are trained according to the SGD updates (2) and (3).",
+        "In the absence of output noise (σ = 0), the generalisation error of a student tends to zero.",
+    ],
+)
+def test_prose_is_not_debris(sentence: str) -> None:
+    assert not is_debris(sentence)
+
+
+def test_a_debris_tail_is_cut_from_a_sentence() -> None:
+    sentence = (
+        "The scalar labels are given by the output of a network with hidden units, called the teacher "
+        "(see also Fig. 1a): √ � v∗ �w∗ M M � � mx yµ ≡φ(xµ, θ∗)"
+    )
+    assert trim_debris(sentence).endswith("called the teacher (see also Fig. 1a) …")
+
+
+def test_debris_is_never_quoted_even_when_it_matches_the_question() -> None:
+    evidence = [
+        _evidence(
+            [
+                "dRin ≡fR(m(α)) = ηvi⟨∆g′(λi)ρn⟩ learning rate η = 0.2 (9a) dα ≡ ∆ λ",
+                "We set the learning rate to 0.2 for all experiments with sigmoidal networks.",
+            ],
+            hits=[0],
+        )
+    ]
+    answer = extractive_answer("What learning rate is used?", evidence)
+    assert _first(answer) == "- We set the learning rate to 0.2 for all experiments with sigmoidal networks. [1]"
+    assert "≡" not in answer
+
+
+# --- table rows -------------------------------------------------------------------------------------
+
+
+def test_a_table_row_line_is_one_unit_with_its_headers() -> None:
+    row = table_row("Table 2: Results on the test set | Model: BERT-base | F1: 90.9 | EM: 84.1")
+    assert row is not None
+    assert row.caption == "Table 2: Results on the test set"
+    assert row.cells == (("Model", "BERT-base"), ("F1", "90.9"), ("EM", "84.1"))
+    assert table_row("a | b | c") is None and table_row("Precision: high") is None
+
+
+def test_a_matching_table_row_can_be_the_answer() -> None:
+    text = (
+        "We compare our tagger with two baselines on the test set.\n"
+        "Table 2: Tagging results on the test set | Model: CRF | Accuracy: 91.2\n"
+        "Table 2: Tagging results on the test set | Model: ProtoTagger | Accuracy: 94.7\n"
+        "The baselines were tuned on the development set."
+    )
+    answer = extractive_answer("What accuracy does ProtoTagger reach on the test set?", [_evidence([text])])
+    assert _first(answer) == "- Table 2: Tagging results on the test set | Model: ProtoTagger | Accuracy: 94.7 [1]"
+
+
+# --- number questions and other types on real passages -------------------------------------------------
+
+
+def _paper_evidence(name: str, phrase: str, window: int = 3) -> list[Evidence]:
+    """Evidence around the paragraph of a real dev-set PDF that holds `phrase`: its paragraphs as chunks,
+    the one with the phrase as the hit, as retrieval would hand them over."""
+    path = DEVSET / "pdfs" / name
+    if not path.is_file():
+        pytest.skip(f"the development set {DEVSET} is absent (it sits beside the repository)")
+    paper = parse_pdf(path)
+    paragraphs = [p.text for p in paper.paragraphs if p.kind == "body"]
+    at = next(i for i, t in enumerate(paragraphs) if phrase in " ".join(t.split()))
+    lo, hi = max(0, at - window), min(len(paragraphs), at + window + 1)
+    chunks = [_chunk(t, i, title=paper.title) for i, t in enumerate(paragraphs[lo:hi])]
+    evidence = Evidence(
+        doc_id="d" * 8, title=paper.title, year=paper.year, chunks=chunks, hits=[at - lo], score=1, rank=0
+    )
+    return [evidence]
+
+
+@pytest.fixture(scope="module")
+def bigtable() -> list[Evidence]:
+    return _paper_evidence("osdi2006_bigtable.pdf", "consists of five active replicas")
+
+
+@pytest.mark.parametrize(
+    ("question", "fact"),
+    [
+        ("How many active replicas does a Chubby service have?", "five active replicas"),
+        ("Chubby 服务由多少个活跃副本组成？", "five active replicas"),
+        ("What block size does an SSTable typically use?", "64KB"),
+        ("Which algorithm does Chubby use to keep its replicas consistent?", "Paxos"),
+    ],
+)
+def test_the_sentence_stating_the_fact_comes_first(bigtable: list[Evidence], question: str, fact: str) -> None:
+    first = _first(extractive_answer(question, bigtable))
+    assert fact in first and re.search(r"\[1\]$", first)
+
+
+def test_a_number_question_prefers_the_sentence_with_the_quantity() -> None:
+    # Passages copied from the PyMuPDF text of osdi2006_bigtable.pdf: both sentences share the question's words.
+    evidence = [
+        _evidence(
+            [
+                "Each tablet server manages a set of tablets (typically we have somewhere between ten to a thousand "
+                "tablets per tablet server). The tablet server handles read and write requests to the tablets that "
+                "it has loaded, and also splits tablets that have grown too large. Initially, each table consists of "
+                "just one tablet. As a table grows, it is automatically split into multiple tablets, each "
+                "approximately 100-200 MB in size by default."
+            ]
+        )
+    ]
+    first = _first(extractive_answer("How many tablets does a tablet server manage?", evidence))
+    assert "ten to a thousand" in first
+
+
+def test_the_figure_in_the_sentence_after_the_topic_is_the_answer() -> None:
+    # The topic sentence shares the question's words; the figure stands in the next one, which shares none.
+    evidence = [
+        _evidence(
+            [
+                "The fit of the runoff model to the held-out years was assessed with the coefficient of "
+                "determination. Most of the fits (81%) reached R2 above 0.6, with the rest above 0.4. The fitted "
+                "curves for each catchment are shown in the appendix."
+            ]
+        )
+    ]
+    answer = extractive_answer("How well did the runoff model fit the held-out years?", evidence)
+    assert "81%" in _first(answer)
+
+
+def test_a_sentence_pointing_back_is_quoted_with_the_one_before() -> None:
+    evidence = [
+        _evidence(
+            [
+                "We release the corpus under an open licence. Only two annotators labelled the corpus, both from "
+                "the same lab. Thus, the labels may carry a shared bias, a limitation of this study."
+            ]
+        )
+    ]
+    first = _first(extractive_answer("What limitation of the labelling do the authors point out?", evidence))
+    assert first.startswith("- Only two annotators labelled the corpus") and "shared bias" in first
+
+
+def test_a_limitation_question_prefers_what_the_method_cannot_do() -> None:
+    evidence = [
+        _evidence(
+            [
+                "TabParse is a table reader: TabParse reads scanned pages with a layout model. TabParse cannot "
+                "recover tables that span two pages, and it is slow on very large tables."
+            ],
+            title="TabParse: reading tables",
+        )
+    ]
+    first = _first(extractive_answer("What limitations of TabParse do the authors report?", evidence))
+    assert "cannot recover tables that span two pages" in first
+
+
+def test_each_part_of_a_question_gets_its_answer() -> None:
+    evidence = [
+        _evidence(
+            [
+                "The crawler starts from a seed set of pages. A seed set of 150 hand-picked sites is enough to "
+                "rank the rest of the graph. Seed sites were chosen by 3 editors over 2 weeks. Seed selection took "
+                "12 hours per editor. The experiments ran on the web graph "
+                "indexed by Yandex in 2019. Spam pages link to each other."
+            ]
+        )
+    ]
+    answer = extractive_answer(
+        "How many seed sites are needed, and on whose web graph were the experiments run?", evidence
+    )
+    lines = answer.splitlines()[1:3]  # the answering lines come first
+    assert "150 hand-picked sites" in lines[0] and any("Yandex" in line for line in lines)

@@ -1,0 +1,229 @@
+"""The quotable units of retrieved text: sentences, and table rows given as "header: value" cells.
+
+The PDF text layer mixes prose with formula and table debris (runs of symbols, isolated numbers, broken
+math, "(1) (2) (3)" equation labels, dot leaders of a table of contents); such pieces are never offered as
+answer sentences. A table row the parser wrote as one line of cells under their headers
+("Table 2: caption | Model: BERT | F1: 90.9") is a unit of its own, quoted whole.
+
+Sentence splitting is done here rather than with pysbd, sentencex or syntok: each of them splits after
+the abbreviations of scholarly text ("Eq. (4)", "Figs. 4 and 5", "approx. 100 MB", "Sec. 2").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+# Abbreviations after which a period does not end a sentence (compared lower-cased, without the period).
+_ABBREVIATIONS = frozenset(
+    str.split(
+        """e.g i.e cf vs al fig figs eq eqs eqn eqns sec secs sect tab ref refs no nos vol pp approx resp
+    ca dr mr mrs ms prof inc ltd co st jr sr thm def lem prop cor alg ch chap app appx viz
+    avg std dept univ corp jan feb mar apr jun jul aug sep sept oct nov dec"""
+    )
+)
+# A boundary candidate: end punctuation, closing quotes or brackets, white space.
+_BOUNDARY = re.compile(r"[.!?]['\"”’)\]]*\s+|[。！？]\s*")
+# What may open a sentence after a boundary: a capital, a digit, an opening bracket or quote, CJK.
+_OPENER = re.compile(r"['\"“‘(\[]?[A-Z0-9\u4e00-\u9fff]")
+_HYPHEN_BREAK = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
+
+# A table row line: optional "Table N: caption" cell, then at least two "header: value" cells, " | " apart.
+_ROW_SEPARATOR = " | "
+_TABLE_LABEL = re.compile(r"^(?:Table|Tab\.|TABLE)\s*[\dIVXA-Z]+(?:\.\d+)?\s*[:.]", re.I)
+_CELL = re.compile(r"^(?P<header>[^:|]{1,80}?):\s*(?P<value>.*)$")
+
+_CELL_RUN = 8  # tokens of table cells at a sentence's end that are cut off
+_WORDISH = re.compile(r"[A-Za-z\u00c0-\u024f]{3,}")
+_SHORT_OK = frozenset(str.split("a an as at be by do he if in is it me my no of on or so to up us we"))
+_EQUATION_LABELS = re.compile(r"(?:\(\s*\d{1,3}[a-z]?\s*\)\s*){2,}")  # "(1) (2) (3)": a run of equation labels
+_LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|_{4,}")
+_REFERENCE_ENTRY = re.compile(r"^\s*(?:\[\d{1,3}\]\s+[A-Z]|(?:REFERENCES|References|Bibliography|BIBLIOGRAPHY)\b)")
+# What only a bibliography entry holds: "vol. 47, pp. 7–42", "In Proc. of SIGMOD (2006)".
+_BIBLIOGRAPHIC = re.compile(r"\bvol\.\s*\d+|\bpp\.\s*\d+\s*[-–]\s*\d+|\bIn Proc(?:eedings|\.)\b.*\b(?:19|20)\d\d\b")
+# Publisher boilerplate of a first page: a DOI, a copyright line.
+_BOILERPLATE = re.compile(r"\bdoi:\s*10\.|©|\(c\) \d{4}|\ball rights reserved\b|\bfront matter\b", re.I)
+_INITIALS = re.compile(r"\b[A-Z]\.\s?(?:[A-Z]\.\s?)*(?:-?[A-Z]\.\s?)?[A-Z][a-z]+")
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """A table row as the parser writes it: the table's label and caption, then (column header, value) cells."""
+
+    caption: str
+    cells: tuple[tuple[str, str], ...]
+
+    def render(self) -> str:
+        """The row as one quotable line, its caption first, each value under its column header."""
+        cells = " | ".join(f"{h}: {v}" for h, v in self.cells)
+        return f"{self.caption} | {cells}" if self.caption else cells
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One quotable piece of a passage: a sentence, or a table row (then `row` is set)."""
+
+    text: str
+    row: TableRow | None = None
+
+
+def table_row(line: str) -> TableRow | None:
+    """The table row `line` holds ("Table 2: caption | Model: BERT | F1: 90.9"), or None for any other line."""
+    if _ROW_SEPARATOR not in line:
+        return None
+    parts = [p.strip() for p in line.strip().split(_ROW_SEPARATOR)]
+    caption = parts.pop(0) if _TABLE_LABEL.match(parts[0]) else ""
+    cells: list[tuple[str, str]] = []
+    for part in parts:
+        m = _CELL.match(part)
+        if m is None:
+            return None
+        cells.append((m.group("header").strip(), m.group("value").strip()))
+    if len(cells) < 2 or not any(v for _, v in cells):
+        return None
+    return TableRow(caption=caption, cells=tuple(cells))
+
+
+def _ends_sentence(text: str, end: int) -> bool:
+    """Whether the punctuation just before `end` closes a sentence (not "e.g.", "Fig.", "et al.", "J.")."""
+    if text[end - 1] in "。！？":
+        return True
+    head = text[:end].rstrip()
+    head = head.rstrip("'\"”’)]")
+    if not head.endswith("."):
+        return True  # "!" or "?"
+    word = head[:-1].rsplit(None, 1)[-1] if head[:-1].strip() else ""
+    word = word.lstrip("(['\"“‘")
+    if word.lower() in _ABBREVIATIONS or word.lower().rstrip(".") in _ABBREVIATIONS:
+        return False
+    if "." in word and re.fullmatch(r"(?:[A-Za-z]\.)+[A-Za-z]", word):
+        return False  # "i.e.", "U.S.", "a.k.a."
+    return not re.fullmatch(r"[A-Z]", word)  # an initial ("J. Smith") does not end one
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph: splits at . ! ? (and 。！？) before a capital, digit or bracket, but not after
+    scholarly abbreviations ("e.g.", "et al.", "Fig. 3", "Sec. 2", "Eq. (4)"), initials, or inside decimals."""
+    text = " ".join(text.split())
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        end = m.end()
+        if end < len(text) and not _OPENER.match(text, end):
+            continue
+        if not _ends_sentence(text, m.start() + len(m.group(0).rstrip())):
+            continue
+        piece = text[start:end].strip()
+        if piece:
+            out.append(piece)
+        start = end
+    if text[start:].strip():
+        out.append(text[start:].strip())
+    return out
+
+
+def units(text: str) -> list[Unit]:
+    """The quotable units of a passage: its table-row lines whole, its prose as sentences (hyphenation at
+    line ends joined), debris left out and a sentence's debris tail cut off."""
+    text = _HYPHEN_BREAK.sub("", text.replace("\u00ad", ""))
+    out: list[Unit] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        for s in split_sentences(" ".join(prose)):
+            s = trim_debris(s)
+            if s and not is_debris(s):
+                out.append(Unit(s))
+        prose.clear()
+
+    for line in text.splitlines():
+        row = table_row(line)
+        if row is not None:
+            flush()
+            out.append(Unit(row.render(), row))
+        elif not line.strip():
+            flush()
+        else:
+            prose.append(line)
+    flush()
+    return out
+
+
+def _symbolic(token: str) -> bool:
+    """A token of formula debris: math symbols, a lone letter or Greek letter with marks, a bare operator."""
+    if any(unicodedata.category(ch) in ("Sm", "So", "Sk", "Co", "Cn") or ch == "\ufffd" for ch in token):
+        return True
+    core = token.strip(".,;:()[]{}")
+    if not core:
+        return bool(token.strip())  # a bare bracket or punctuation run
+    if len(core) == 1 and core.isalpha() and core.lower() not in ("a",) and not core.isupper():
+        return True  # "x", "µ": a variable
+    return bool(re.fullmatch(r"[=+\-*/^_|<>~]+", core))
+
+
+def is_debris(sentence: str) -> bool:
+    """Text-layer debris rather than a sentence: formulas, runs of symbols, isolated numbers, equation labels,
+    table-of-contents leaders, a reference-list entry, publisher boilerplate, or too few words to say anything."""
+    tokens = sentence.split()
+    if len(tokens) < 4 or len(_WORDISH.findall(sentence)) < 3:
+        return True
+    if _LEADER.search(sentence) or _REFERENCE_ENTRY.match(sentence) or _BOILERPLATE.search(sentence):
+        return True
+    if _BIBLIOGRAPHIC.search(sentence):
+        return True
+    if _EQUATION_LABELS.search(sentence):
+        return True
+    if _run_in_heading(tokens):
+        return True
+    n = len(tokens)
+    symbolic = sum(map(_symbolic, tokens))
+    numeric = sum(1 for t in tokens if re.fullmatch(r"[(\[]?[-+±]?\d[\d.,]*%?[)\]]?[.,;]?", t))
+    words = sum(
+        1 for t in tokens if (_WORDISH.search(t) or t.strip(".,;:()").lower() in _SHORT_OK) and not _symbolic(t)
+    )
+    if words / n < 0.5 or symbolic / n > 0.2:
+        return True  # formula debris, or symbols with a few words among them
+    if numeric / n > 0.4 and n >= 6:
+        return True  # flattened table cells
+    # A reference list: several "A. Name" author initials and a year.
+    return len(_INITIALS.findall(sentence)) >= 3 and bool(re.search(r"\b(?:19|20)\d\d\b", sentence))
+
+
+def _prose(token: str) -> bool:
+    """A token only running text has: a lower-case word (not a unit or variable), or a function word."""
+    core = token.strip(".,;:()[]'\"“”‘’")
+    return (len(core) >= 2 and core.isalpha() and core.islower()) or core.lower() in _SHORT_OK
+
+
+def _run_in_heading(tokens: list[str]) -> bool:
+    """A heading run into the text ("Dataset and Evaluation Metrics."): a few capitalised words, no verb."""
+    content = [t.strip(".,;:()") for t in tokens if t.strip(".,;:()").lower() not in _SHORT_OK | {"and", "for", "the"}]
+    if len(tokens) > 8 or not content or any(ch.isdigit() for t in content for ch in t):
+        return False
+    return sum(1 for t in content if t[:1].isupper()) / len(content) >= 0.75
+
+
+def trim_debris(sentence: str) -> str:
+    """`sentence` without a tail of formula debris ("... called the teacher: √ � v∗ �w∗ M M ...") or of table
+    cells run into it ("... with other Baseline CoT Finetuned CoT 8-shot T5 XXL 3 0.00 0.00 94.8"), when the
+    prose before it says something on its own; the sentence unchanged when it has no such tail."""
+    tokens = sentence.split(" ")
+    run = 0
+    for i, token in enumerate(tokens):
+        run = run + 1 if _symbolic(token) else 0
+        if run == 3:
+            return _cut(sentence, tokens, i - 2)
+    # Table cells: eight or more tokens at the end none of which is a lower-case word, three of them numbers.
+    k = len(tokens)
+    while k > 0 and not _prose(tokens[k - 1]):
+        k -= 1
+    tail = tokens[k:]
+    if len(tail) >= _CELL_RUN and sum(1 for t in tail if re.search(r"\d", t)) >= 3:
+        return _cut(sentence, tokens, k)
+    return sentence
+
+
+def _cut(sentence: str, tokens: list[str], at: int) -> str:
+    head = " ".join(tokens[:at]).rstrip(" ,;:(")
+    return head + " …" if len(_WORDISH.findall(head)) >= 6 else sentence
