@@ -198,10 +198,10 @@ def _rows(words: list[Word]) -> list[Row]:
 
 
 def _cells(row: Row, size: float) -> list[Cell]:
-    """Words closer than a column gap (0.8 of the type size) make one cell."""
+    """Words closer than a column gap make one cell: a gap of half the type size is twice a space."""
     cells: list[Cell] = []
     for w in row.words:
-        if cells and w.x0 - cells[-1].x1 < 0.8 * size:
+        if cells and w.x0 - cells[-1].x1 < 0.55 * size:
             last = cells[-1]
             cells[-1] = Cell(last.x0, max(last.x1, w.x1), f"{last.text} {w.text}")
         else:

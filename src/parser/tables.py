@@ -21,6 +21,7 @@ import pymupdf
 
 from .captions import starts_caption
 from .layout import Line, PageLines
+from .models import Box, Table
 from .rules import Rule, VRule, page_rules
 from .table_grid import Rect, Word, read_grid
 
@@ -57,7 +58,7 @@ def find_tables(pdf_page: pymupdf.Page, page: PageLines, body: float) -> list[Fo
     candidates: list[tuple[bool, int, float, int, FoundTable]] = []
     for n, caption in enumerate(captions):
         for direction in (-1, 1):
-            ruled = _ruled_region(page, caption, rules, direction)
+            ruled = _ruled_region(page, caption, rules, words, direction)
             rect = ruled or _text_region(page, caption, direction, body)
             if rect is None:
                 continue
@@ -110,7 +111,9 @@ def _extent(page: PageLines, caption: list[Line]) -> tuple[float, float]:
     return (left, mid) if column == 0 else (mid, right)
 
 
-def _ruled_region(page: PageLines, caption: list[Line], rules: list[Rule], direction: int) -> Rect | None:
+def _ruled_region(
+    page: PageLines, caption: list[Line], rules: list[Rule], words: list[Word], direction: int
+) -> Rect | None:
     """The table between the horizontal rules next to the caption, in one direction (-1 up, +1 down)."""
     size = caption[0].size or 10.0
     xa, xb = _extent(page, caption)
@@ -131,6 +134,8 @@ def _ruled_region(page: PageLines, caption: list[Line], rules: list[Rule], direc
     # The table spans its outer rules; inner rules (midrules, cmidrules) lie within them.
     for r in near[1:]:
         if r.x0 < first.x0 - 3 or r.x1 > first.x1 + 3:
+            if r.x1 > first.x0 and r.x0 < first.x1:
+                break  # a wider rule across the table's band: the frame of something else
             continue
         prev = chain[-1]
         lo, hi = sorted((prev.y, r.y))
@@ -140,10 +145,18 @@ def _ruled_region(page: PageLines, caption: list[Line], rules: list[Rule], direc
             if lo < (ln.y0 + ln.y1) / 2 < hi and first.x0 - 2 <= (ln.x0 + ln.x1) / 2 <= first.x1 + 2
         ]
         # Text between rules of one extent is the table's, cells of prose included; a caption or lines of the
-        # running text (flush left in their column, filling it) are not.
-        if hi - lo > 0.6 * page.height or any(
-            ln in caption or is_table_caption(ln, size) or _running(page, ln, first.x0, first.x1 - first.x0)
-            for ln in between
+        # running text (flush left in their column, filling it) are not, and blank space ends the table (the
+        # frame of a figure below it is no part of it).
+        blank = not any(
+            lo < (w.y0 + w.y1) / 2 < hi and first.x0 - 2 <= (w.x0 + w.x1) / 2 <= first.x1 + 2 for w in words
+        )
+        if (
+            (blank and hi - lo > 1.5 * size)
+            or hi - lo > 0.6 * page.height
+            or any(
+                ln in caption or is_table_caption(ln, size) or _running(page, ln, first.x0, first.x1 - first.x0)
+                for ln in between
+            )
         ):
             break
         chain.append(r)
@@ -247,14 +260,34 @@ def _grid(
 
 
 def table_text(label: str, caption: str, header: list[str], rows: list[list[str]]) -> list[str]:
-    """The table as lines of text: the caption, then each row with its column headers
-    ("Table 2 | Model: BERT | F1: 90.9")."""
+    """The table as lines of text: the caption, then each row with its column headers and the table's
+    label, so that a row quoted alone still says what it is ("Table 2 | Model: BERT | F1: 90.9")."""
     out = [caption]
     for row in rows:
         parts = [label]
         for name, value in zip(header, row, strict=False):
-            if not value:
-                continue
-            parts.append(f"{name}: {value}" if name else value)
+            if value:
+                parts.append(f"{name}: {value}" if name else value)
         out.append(" | ".join(parts))
     return out
+
+
+def table_block(
+    found: FoundTable, caption: str, caption_boxes: list[Box], caption_starts: list[int]
+) -> tuple[str, list[Box], list[int], Table]:
+    """A found table as a paragraph: its text (see table_text), a box per caption line and per row
+    (the header's box goes with the first row), where each box's text begins, and the cells."""
+    m = TABLE_CAPTION.match(caption)
+    label = m.group(0) if m else "Table"
+    lines = table_text(label, caption, found.header, found.rows)
+    boxes, starts = list(caption_boxes), list(caption_starts)
+    offset = len(lines[0]) + 1
+    if found.header_rect is not None:
+        boxes.append(Box.of(found.page, *found.header_rect))
+        starts.append(offset)
+    for line, rect in zip(lines[1:], found.row_rects, strict=True):
+        boxes.append(Box.of(found.page, *rect))
+        starts.append(offset)
+        offset += len(line) + 1
+    table = Table(label=label, caption=caption, page=found.page, header=found.header, rows=found.rows)
+    return "\n".join(lines), boxes, starts, table
