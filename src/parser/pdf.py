@@ -21,7 +21,7 @@ from .layout import (
     order_page,
     raw_lines,
 )
-from .metadata import authors_from, identifiers, metadata_title, title_lines, year_from
+from .metadata import authors_from, identifiers, metadata_title, title_lines, title_text, year_from
 from .models import Paper
 from .structure import Heading, Item, Text, assemble
 from .tables import FoundTable, find_tables, table_block
@@ -99,7 +99,7 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     for ln in found_title:
         pages[0].lines.remove(ln)
     after_title = pages[0].lines[:25]
-    paper_title = title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
+    paper_title = title or metadata_title(meta, page_one) or title_text(found_title) or path.stem
 
     tables = _take_tables(doc, pages, body)
     toc = doc.get_toc() if use_outline else []

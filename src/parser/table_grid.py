@@ -9,6 +9,7 @@ by cell instead, so text that wraps inside a cell stays in its cell.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -101,6 +102,13 @@ def read_grid(rect: Rect, rules: list[Rule], verticals: list[VRule], words: list
         rects = [(r.x0, r.y0, r.x1, r.y1) for r in rows[n_head:]]
         body, rects = _fill_groups(body, rects, rows[n_head:], full)
         grid = Grid(header, body, rects, _bounds(rows[:n_head]) if n_head else None)
+    # A column with no cell below the header is an artifact of the header's layout (a label wider than its
+    # column, a bar around a symbol): its name already stands over its neighbour.
+    keep = [j for j in range(len(grid.header)) if any(j < len(r) and r[j] for r in grid.rows)]
+    if len(keep) < len(grid.header):
+        grid = Grid(
+            [grid.header[j] for j in keep], [[r[j] for j in keep] for r in grid.rows], grid.row_rects, grid.header_rect
+        )
     return grid if _plausible(grid.rows, len(grid.header), ruled) else None
 
 
@@ -254,16 +262,39 @@ def _place(row: list[Cell], columns: list[tuple[float, float]]) -> list[str]:
 
 def _header_rows(rows: list[Row], cells: list[list[Cell]], full: list[float], k: int) -> int:
     """How many rows make the header: those above the first full-width rule inside the table (booktabs'
-    midrule), else the first row with any rows of spanning group labels above it."""
+    midrule), else the first row with any rows of spanning group labels above it; then any row of names
+    ("ALL SEQ ...") right under them, above rows of numbers."""
+    n = 0
     inner = [y for y in full if rows[0].y0 + 1 < y < rows[-1].y1 - 1]
     if inner:
-        n = sum(1 for r in rows if (r.y0 + r.y1) / 2 < inner[0])
-        if 1 <= n <= 3 and n < len(rows) - 1:
-            return n
-    n = 1
-    while n < min(3, len(rows) - 2) and len(cells[n - 1]) < 0.6 * k:
+        above = sum(1 for r in rows if (r.y0 + r.y1) / 2 < inner[0])
+        if 1 <= above <= 3 and above < len(rows) - 1:
+            n = above
+    if not n:
+        n = 1
+        while n < min(3, len(rows) - 2) and len(cells[n - 1]) < 0.6 * k:
+            n += 1
+    while n < min(3, len(rows) - 2) and _names(cells[n][1:]) and _numbers(cells[n + 1 :]):
         n += 1
     return n
+
+
+def _names(cells: list[Cell]) -> bool:
+    return len(cells) >= 2 and not any(is_number(c.text) for c in cells)
+
+
+def _numbers(rows: list[list[Cell]]) -> bool:
+    """Most cells of these rows, row labels aside, are numbers."""
+    values = [c.text for r in rows for c in r[1:]]
+    return bool(values) and sum(is_number(v) for v in values) >= 0.6 * len(values)
+
+
+_NUMBER = re.compile(r"^[-+\u2212\u00b1~<>]?\(?[\d.,]+\)?[%*\u2020\u2021]?$")
+
+
+def is_number(text: str) -> bool:
+    """True for a numeric cell ("84.1", "-3", "12%", "1,057", "(19%)")."""
+    return bool(_NUMBER.match(text.replace(" ", "")))
 
 
 def _header(
