@@ -93,7 +93,8 @@ def read_grid(rect: Rect, rules: list[Rule], verticals: list[VRule], words: list
     columns = _columns(cells)
     if columns is None or len(columns) < 2:
         return None
-    full = _distinct(sorted(r.y for r in rules if r.x1 - r.x0 >= 0.8 * (x1 - x0)))
+    # Full rules run from edge to edge (a cmidrule under a group label leaves the first columns out).
+    full = _distinct(sorted(r.y for r in rules if r.x0 <= x0 + 0.05 * (x1 - x0) and r.x1 >= x1 - 0.05 * (x1 - x0)))
     grid = _ruled_grid(rect, full, verticals, rows, len(columns))
     if grid is None:
         n_head = _header_rows(rows, cells, full, len(columns))

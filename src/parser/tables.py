@@ -124,7 +124,8 @@ def _ruled_region(
         r
         for r in rules
         if (edge - r.y if direction < 0 else r.y - edge) > -1
-        and min(r.x1, hi_x) - max(r.x0, lo_x) >= 0.6 * (r.x1 - r.x0)
+        # Within the caption's column, or flush with a left-aligned caption over a wider table (Elsevier).
+        and (min(r.x1, hi_x) - max(r.x0, lo_x) >= 0.6 * (r.x1 - r.x0) or abs(r.x0 - cx0) <= 4)
     ]
     near.sort(key=lambda r: abs(r.y - edge))
     if not near or abs(near[0].y - edge) > 4 * size:
