@@ -103,6 +103,10 @@ def read_grid(rect: Rect, rules: list[Rule], verticals: list[VRule], words: list
         rects = [(r.x0, r.y0, r.x1, r.y1) for r in rows[n_head:]]
         body, rects = _fill_groups(body, rects, rows[n_head:], full)
         grid = Grid(header, body, rects, _bounds(rows[:n_head]) if n_head else None)
+    # A float's link under the table ("https://doi.org/...t003") is no row of it.
+    kept = [i for i, r in enumerate(grid.rows) if not (sum(map(bool, r)) == 1 and _LINK.match(" ".join(r).strip()))]
+    if len(kept) < len(grid.rows):
+        grid = Grid(grid.header, [grid.rows[i] for i in kept], [grid.row_rects[i] for i in kept], grid.header_rect)
     # A column with no cell below the header is an artifact of the header's layout (a label wider than its
     # column, a bar around a symbol): its name already stands over its neighbour.
     keep = [j for j in range(len(grid.header)) if any(j < len(r) and r[j] for r in grid.rows)]
@@ -290,6 +294,7 @@ def _numbers(rows: list[list[Cell]]) -> bool:
     return bool(values) and sum(is_number(v) for v in values) >= 0.6 * len(values)
 
 
+_LINK = re.compile(r"^(https?://|doi:)\S+$", re.I)
 _NUMBER = re.compile(r"^[-+\u2212\u00b1~<>]?\(?[\d.,]+\)?[%*\u2020\u2021]?$")
 
 
