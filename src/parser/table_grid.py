@@ -126,6 +126,10 @@ def _distinct(ys: list[float], tolerance: float = 2.0) -> list[float]:
     return out
 
 
+def _union(a: Rect, b: Rect) -> Rect:
+    return (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+
+
 def _bounds(rows: list[Row]) -> Rect:
     return (min(r.x0 for r in rows), min(r.y0 for r in rows), max(r.x1 for r in rows), max(r.y1 for r in rows))
 
@@ -377,12 +381,15 @@ def _fill_groups(
                 grid[i][0] = label
             if not any(grid[labelled[0]][1:]):
                 drop.add(labelled[0])
+                for i in members:  # each row's box takes in the label it now holds
+                    rects[i] = _union(rects[i], rects[labelled[0]])
     if not full:
         for i, row in enumerate(grid):
             if row[0] and not any(row[1:]) and i + 1 < len(grid) and not grid[i + 1][0]:
                 j = i + 1
                 while j < len(grid) and not grid[j][0]:
                     grid[j][0] = row[0]
+                    rects[j] = _union(rects[j], rects[i])
                     j += 1
                 drop.add(i)
     keep = [i for i in range(len(grid)) if i not in drop]

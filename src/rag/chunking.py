@@ -278,13 +278,17 @@ class _Builder:
         captions = [c for p in draft.pieces if p.starts_paragraph for c in paper.paragraphs[p.paragraph].captions]
         is_caption = all(paper.paragraphs[i].kind == "caption" for i in paragraphs)
         parent = paper.parent_of(section)
+        boxes = _union_boxes(paper, draft.pieces)
+        # The boxes know the pages a chunk's text is on (a paragraph may run onto the next page); without
+        # them (Markdown), the pages of the pieces.
+        pages = [b["page"] for b in boxes] or [p.page for p in draft.pieces]
         metadata: dict[str, Any] = {
-            "page_end": max(p.page for p in draft.pieces),
+            "page_end": max(pages),
             "captions": captions,
             "is_caption": is_caption,
             "strategy": self.strategy,
             "section_id": section.id,
-            "boxes": _union_boxes(paper, draft.pieces),
+            "boxes": boxes,
         }
         metadata.update(extra or {})
         if index is None:
@@ -298,7 +302,7 @@ class _Builder:
             parent_section=parent.title if parent else "",
             section_category=section.category,
             hierarchy_level=section.level,
-            page_number=draft.pieces[0].page,
+            page_number=min(pages),
             kind=kind,
             metadata=metadata,
         )
