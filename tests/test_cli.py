@@ -35,7 +35,17 @@ def test_parse_json_shape(sample_pdfs: dict[str, Path]) -> None:
     result = CliRunner().invoke(app, ["parse", str(sample_pdfs["flashrank"]), "--json"])
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)  # nothing but the JSON on stdout
-    assert set(data) == {"title", "authors", "year", "pages", "structure", "sections", "supplied_sections", "chunks"}
+    assert set(data) == {
+        "title",
+        "authors",
+        "year",
+        "pages",
+        "structure",
+        "sections",
+        "supplied_sections",
+        "tables",
+        "chunks",
+    }
     assert data["structure"] == "found"
     assert data["title"].startswith("FlashRank")
     assert data["year"] == 2023

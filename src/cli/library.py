@@ -82,6 +82,10 @@ def parse(
             # the text of a paper without headings) are listed apart.
             "sections": [section(s) for s in paper.sections if s.printed],
             "supplied_sections": [section(s) for s in paper.sections if not s.printed],
+            "tables": [
+                {"label": t.label, "caption": t.caption, "page": t.page, "header": t.header, "rows": t.rows}
+                for t in paper.tables
+            ],
             "chunks": [
                 {
                     "chunk_index": c.chunk_index,

@@ -2,7 +2,17 @@
 
 from .files import parse_file
 from .markdown import parse_markdown
-from .models import Paper, Paragraph, Section, SectionCategory
+from .models import Box, Paper, Paragraph, Section, SectionCategory, Table
 from .pdf import parse_pdf
 
-__all__ = ["Paper", "Paragraph", "Section", "SectionCategory", "parse_file", "parse_markdown", "parse_pdf"]
+__all__ = [
+    "Box",
+    "Paper",
+    "Paragraph",
+    "Section",
+    "SectionCategory",
+    "Table",
+    "parse_file",
+    "parse_markdown",
+    "parse_pdf",
+]

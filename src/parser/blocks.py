@@ -10,19 +10,22 @@ from typing import Literal
 from .captions import starts_caption
 from .headings import Hit
 from .layout import Line, PageLines
+from .models import Box
 from .numbering import Numbering, parse_heading
-from .text import join_lines
+from .tables import FoundTable
+from .text import join_lines_at
 
 
 @dataclass
 class Block:
-    """A heading, a body paragraph or a caption, with the lines it came from."""
+    """A heading, a body paragraph, a caption or a table (its caption's lines), with the lines it came from."""
 
-    kind: Literal["heading", "body", "caption"]
+    kind: Literal["heading", "body", "caption", "table"]
     lines: list[Line] = field(default_factory=list)
     text: str = ""
     numbering: Numbering | None = None
     level: int | None = None
+    table: FoundTable | None = None
 
     @property
     def page(self) -> int:
@@ -99,4 +102,15 @@ def _breaks(prev: Line, ln: Line, pages: dict[int, PageLines], leading: float) -
 
 def paragraph_text(block: Block, vocab: Counter[str]) -> str:
     """The block's text with hyphenated line breaks re-joined."""
-    return join_lines([ln.text for ln in block.lines], vocab)
+    return paragraph_text_at(block, vocab)[0]
+
+
+def paragraph_text_at(block: Block, vocab: Counter[str]) -> tuple[str, list[Box], list[int]]:
+    """The block's text, a box per line, and where each line's text begins in it."""
+    text, starts = join_lines_at([ln.text for ln in block.lines], vocab)
+    return text, [line_box(ln) for ln in block.lines], starts
+
+
+def line_box(ln: Line) -> Box:
+    """The box of a line on its page."""
+    return Box.of(ln.page, ln.x0, ln.y0, ln.x1, ln.y1)

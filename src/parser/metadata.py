@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .categories import match_category
+from .categories import known_heading, match_category
 from .layout import Line
 from .text import normalize
 
@@ -32,9 +32,21 @@ _PROCEEDINGS = re.compile(r"\b(?:Proceedings|Conference|Symposium|Workshop)\b.*?
 _COPYRIGHT = re.compile(r"(?:\u00a9|\(c\)|copyright)\s*((?:19|20)\d{2})", re.I)
 
 
+# "Disk-Based Storage for Scalable Video - Circuits and Systems for Video Technology, IEEE Transactions on":
+# some publishers append the journal to the metadata title.
+_VENUE_SUFFIX = re.compile(
+    r"\s+[-\u2013\u2014|]\s+[^-\u2013\u2014|]*\b(transactions|journal|proceedings|conference|symposium|letters|"
+    r"magazine|review)\b[^-\u2013\u2014|]*$",
+    re.I,
+)
+# Footnote marks a title carries for its \thanks ("... LATEX class\u2020", "... Linebreak\u2217").
+_TITLE_MARKS = re.compile(r"[\s*\u2217\u2020\u2021\u00a7\u00b6\u22c6\u2605]+$")
+
+
 def metadata_title(meta: dict[str, str] | None, page_one_text: str) -> str | None:
-    """The metadata title when it is a real one (not a file name, present on page 1)."""
-    title = normalize((meta or {}).get("title") or "")
+    """The metadata title when it is a real one (not a file name, present on page 1), without a journal
+    name the publisher appended to it."""
+    title = _VENUE_SUFFIX.sub("", normalize((meta or {}).get("title") or ""))
     cjk = len(_CJK.findall(title))
     if (len(title.split()) < 3 and cjk < 6) or _JUNK_TITLE.search(title):
         return None
@@ -47,8 +59,22 @@ def metadata_title(meta: dict[str, str] | None, page_one_text: str) -> str | Non
     return title
 
 
+def title_text(lines: list[Line]) -> str:
+    """The title's text: its lines joined, without the footnote marks set after it (small superscripts,
+    daggers and asterisks)."""
+    if not lines:
+        return ""
+    last = lines[-1]
+    spans = list(last.spans)
+    while spans and (not spans[-1].text.strip() or spans[-1].size < 0.75 * last.size):
+        spans.pop()  # a superscript mark ("1", "a") closing the title
+    tail = normalize("".join(sp.text for sp in spans)) if spans else last.text
+    return _TITLE_MARKS.sub("", " ".join([*(ln.text for ln in lines[:-1]), tail]))
+
+
 def title_lines(lines: list[Line], page_height: float, body: float = 0.0) -> list[Line]:
-    """The lines set in the largest type near the top of page 1 (none when nothing is larger than the body)."""
+    """The lines set in the largest type near the top of page 1; when nothing is larger than the body, the
+    bold centred lines that open the page (AASTeX, amsart set the title so); else none."""
     # Logos and teaser figures further down can carry bigger type than the title.
     top = [ln for ln in lines if ln.y0 < page_height * 0.3 and len(ln.text) > 1]
     candidates = [ln for ln in top if re.search(r"[^\W\d_]{3}", ln.text)]
@@ -56,7 +82,7 @@ def title_lines(lines: list[Line], page_height: float, body: float = 0.0) -> lis
         return []
     biggest = max(ln.size for ln in candidates)
     if biggest < 1.1 * body:
-        return []  # plain text from the first line on: the paragraph is not a title
+        return _bold_title(top, lines, body)
     first = next(i for i, ln in enumerate(top) if ln.size == biggest and ln in candidates)
     chosen = [top[first]]
     for ln in top[first + 1 :]:
@@ -66,6 +92,29 @@ def title_lines(lines: list[Line], page_height: float, body: float = 0.0) -> lis
             break
     # "Research Article" above the title, in the same type: the kind of article, not its title.
     return [ln for ln in chosen if not _ARTICLE_TYPE.fullmatch(ln.text)] or chosen
+
+
+def _bold_title(top: list[Line], lines: list[Line], body: float) -> list[Line]:
+    """A title in bold at the body size: the first bold, centred lines before any running text or heading."""
+    # Centred on the running text's block (margin line numbers and side notes aside).
+    text = [ln for ln in lines if abs(ln.size - body) < 0.6 and len(ln.text) >= 40] or top
+    if not top:
+        return []
+    left, right = min(ln.x0 for ln in text), max(ln.x1 for ln in text)
+    middle = (left + right) / 2
+    chosen: list[Line] = []
+    for ln in top:
+        centred = abs((ln.x0 + ln.x1) / 2 - middle) < 0.05 * (right - left) and ln.x1 - ln.x0 < 0.9 * (right - left)
+        # Mostly bold (a footnote mark, a typewriter name aside); a title's next lines may be less so.
+        bold = ln.share("bold") >= (0.3 if chosen else 0.7)
+        title_like = bold and centred and abs(ln.size - body) < 1.0 and re.search(r"[^\W\d_]{3}", ln.text)
+        heading = known_heading(ln.text) is not None or re.match(r"^(\d|[IVX]+\.\s)", ln.text)
+        if title_like and not heading and (not chosen or 0 <= ln.y0 - chosen[-1].y1 < 1.5 * ln.size):
+            chosen.append(ln)
+            continue
+        if chosen or heading or (not bold and abs(ln.size - body) < 0.6 and len(ln.text) >= 40):
+            break  # the title block is over, or the text began without one
+    return chosen
 
 
 def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[str]:

@@ -45,15 +45,44 @@ class Section(BaseModel):
     )
 
 
+class Box(BaseModel):
+    """Where a line of text stands on its page, in PDF points (origin top left)."""
+
+    page: int = Field(description="1-based page.")
+    rect: tuple[float, float, float, float] = Field(description="x0, y0, x1, y1, rounded to 0.1 pt.")
+
+    @classmethod
+    def of(cls, page: int, x0: float, y0: float, x1: float, y1: float) -> Box:
+        """A box with its coordinates rounded to 0.1 pt (what highlighting needs, and compact)."""
+        return cls(page=page, rect=(round(x0, 1), round(y0, 1), round(x1, 1), round(y1, 1)))
+
+
+class Table(BaseModel):
+    """A table read as rows under their column headers, with the caption that labels it."""
+
+    label: str = Field(description='The caption\'s label as printed, e.g. "Table 3" or "TABLE IV".')
+    caption: str = Field(description="The whole caption.")
+    page: int = Field(description="1-based page of the table.")
+    header: list[str] = Field(description="Column names, top to bottom where the header has several rows.")
+    rows: list[list[str]] = Field(description="Body rows, one cell per column (empty when blank).")
+
+
 class Paragraph(BaseModel):
-    """A block of body text (or a caption) in reading order."""
+    """A block of body text, a caption or a table, in reading order."""
 
     text: str
     page: int = Field(description="1-based page where the block starts.")
     page_end: int = Field(description="1-based page where the block ends.")
     section_id: int = Field(description="id of the section the block belongs to.")
-    kind: Literal["body", "caption"] = "body"
+    kind: Literal["body", "caption", "table"] = "body"
     captions: list[str] = Field(default_factory=list, description="Figure/table captions tied to this body paragraph.")
+    boxes: list[Box] = Field(
+        default_factory=list, description="One box per line the text came from (a table: caption lines, then rows)."
+    )
+    box_starts: list[int] = Field(
+        default_factory=list, description="For each box, the offset in `text` where its line's text begins."
+    )
+    table: Table | None = Field(default=None, description="The table's cells, for a paragraph of kind table.")
 
 
 class Paper(BaseModel):
@@ -69,6 +98,11 @@ class Paper(BaseModel):
     source: str = Field(default="", description="Path of the file the paper came from.")
     sections: list[Section] = Field(default_factory=list)
     paragraphs: list[Paragraph] = Field(default_factory=list)
+
+    @property
+    def tables(self) -> list[Table]:
+        """The tables read as tables, in reading order."""
+        return [p.table for p in self.paragraphs if p.table is not None]
 
     @property
     def structure_found(self) -> bool:

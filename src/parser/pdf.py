@@ -8,7 +8,7 @@ from pathlib import Path
 import pymupdf
 
 from ..errors import ParseError
-from .blocks import Block, build_blocks, paragraph_text
+from .blocks import Block, build_blocks, paragraph_text_at
 from .headings import find_headings
 from .layout import (
     Line,
@@ -21,9 +21,10 @@ from .layout import (
     order_page,
     raw_lines,
 )
-from .metadata import authors_from, identifiers, metadata_title, title_lines, year_from
+from .metadata import authors_from, identifiers, metadata_title, title_lines, title_text, year_from
 from .models import Paper
 from .structure import Heading, Item, Text, assemble
+from .tables import FoundTable, find_tables, table_block
 from .text import normalize, vocabulary
 
 MAX_PAGES = 500
@@ -101,22 +102,26 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     for ln in found_title:
         pages[0].lines.remove(ln)
     after_title = pages[0].lines[:25]
-    paper_title = title or metadata_title(meta, page_one) or " ".join(ln.text for ln in found_title) or path.stem
+    paper_title = title or metadata_title(meta, page_one) or title_text(found_title) or path.stem
 
+    tables = _take_tables(doc, pages, body)
     toc = doc.get_toc() if use_outline else []
     leading = line_gap(pages, body)
     hits = find_headings(pages, body, body_font(cleaned, body), leading, toc, paper_title)
-    blocks = build_blocks(pages, body, hits, leading)
+    blocks = _mark_tables(build_blocks(pages, body, hits, leading), tables)
     blocks = _rejoin_across_floats(_drop_footnotes(_attach_tables(blocks), body, heights))
     vocab = vocabulary(ln.text for p in pages for ln in p.lines)
     items: list[Item] = []
     for b in blocks:
         if b.kind == "heading":
             items.append(Heading(b.text, b.page, b.level, b.size))
+            continue
+        text, boxes, starts = paragraph_text_at(b, vocab)
+        if b.table is not None:
+            text, boxes, starts, table = table_block(b.table, text, boxes, starts)
+            items.append(Text(text, b.page, b.page_end, "table", boxes, starts, table))
         else:
-            items.append(
-                Text(paragraph_text(b, vocab), b.page, b.page_end, "caption" if b.kind == "caption" else "body")
-            )
+            items.append(Text(text, b.page, b.page_end, "caption" if b.kind == "caption" else "body", boxes, starts))
     paper = assemble(
         items,
         title=normalize(paper_title),
@@ -159,8 +164,31 @@ def _before_references(lines: list[Line]) -> list[Line]:
     return lines
 
 
+def _take_tables(doc: pymupdf.Document, pages: list[PageLines], body: float) -> dict[int, FoundTable]:
+    """Find the tables of pages that hold a table caption, and take their lines out of the running text.
+
+    Returns the tables by the id of their caption's first line.
+    """
+    found: dict[int, FoundTable] = {}
+    for page in pages:
+        for table in find_tables(doc[page.number - 1], page, body):
+            found[id(table.caption_lines[0])] = table
+            inside = {id(ln) for ln in table.lines}
+            page.lines = [ln for ln in page.lines if id(ln) not in inside]
+    return found
+
+
+def _mark_tables(blocks: list[Block], tables: dict[int, FoundTable]) -> list[Block]:
+    """A caption block whose table was found becomes the table's block."""
+    for b in blocks:
+        if b.kind == "caption" and id(b.lines[0]) in tables:
+            b.kind = "table"
+            b.table = tables[id(b.lines[0])]
+    return blocks
+
+
 def _attach_tables(blocks: list[Block]) -> list[Block]:
-    """Table cells that follow a "Table N" caption in small type join the caption."""
+    """Table cells that follow a "Table N" caption in small type join the caption (a table not found)."""
     out: list[Block] = []
     table: Block | None = None
     for b in blocks:
@@ -190,7 +218,7 @@ def _rejoin_across_floats(blocks: list[Block]) -> list[Block]:
     out: list[Block] = []
     pending: list[Block] = []  # captions seen since the last body block
     for b in blocks:
-        if b.kind == "caption":
+        if b.kind in ("caption", "table"):
             pending.append(b)
             continue
         last_body = next((x for x in reversed(out) if x.kind == "body"), None)

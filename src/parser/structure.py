@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .categories import HeadingInfo, classify_sections, match_category
-from .models import Paper, Paragraph, Section
+from .models import Box, Paper, Paragraph, Section, Table
 from .models import SectionCategory as Cat
 from .numbering import Numbering, parse_heading
 
@@ -35,12 +35,20 @@ class Heading:
 
 @dataclass
 class Text:
-    """A paragraph or caption as found in the source."""
+    """A paragraph, caption or table as found in the source, with the boxes of its lines (PDF only)."""
 
     text: str
     page: int
     page_end: int
-    kind: Literal["body", "caption"] = "body"
+    kind: Literal["body", "caption", "table"] = "body"
+    boxes: list[Box] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # where each box's line begins in `text`
+    table: Table | None = None
+
+    def after(self, n: int) -> Text:
+        """The text from character `n` on (a run-in label cut off), its boxes kept."""
+        starts = [max(0, s - n) for s in self.starts]
+        return Text(self.text[n:], self.page, self.page_end, self.kind, self.boxes, starts)
 
 
 Item = Heading | Text
@@ -76,7 +84,7 @@ def _unstructured(
     if at is not None:
         m = _RUN_IN_ABSTRACT.match(texts[at].text)
         first = texts[at]
-        abstract = [Text(first.text[m.end() :], first.page, first.page_end) if m else first]
+        abstract = [first.after(m.end()) if m else first]
     before = texts[:at] if at is not None else []
     rest = texts[at + 1 :] if at is not None else texts
     body: list[Item] = []
@@ -109,7 +117,18 @@ def _paper(body: list[Item], *, title: str, authors: list[str], year: int | None
         if isinstance(it, Heading):
             current += 1
             continue
-        paragraphs.append(Paragraph(text=it.text, page=it.page, page_end=it.page_end, section_id=current, kind=it.kind))
+        paragraphs.append(
+            Paragraph(
+                text=it.text,
+                page=it.page,
+                page_end=it.page_end,
+                section_id=current,
+                kind=it.kind,
+                boxes=it.boxes,
+                box_starts=it.starts,
+                table=it.table,
+            )
+        )
     _tie_captions(paragraphs)
     abstract_text = " ".join(
         p.text for p in paragraphs if sections[p.section_id].category is Cat.ABSTRACT and p.kind == "body"
@@ -132,7 +151,7 @@ def _abstract_from_front(front: list[Text]) -> list[Text]:
         m = _RUN_IN_ABSTRACT.match(t.text)
         if m and len(t.text) > m.end() + 20:
             rest = [x for x in front[i + 1 :] if not _KEYWORDS.match(x.text) and len(x.text.split()) >= 25]
-            return [Text(t.text[m.end() :], t.page, t.page_end), *rest]
+            return [t.after(m.end()), *rest]
     long = [t for t in front if t.kind == "body" and len(t.text.split()) >= 60]
     if long:
         # The longest paragraph, with the paragraphs of running text right before and after it: an abstract
@@ -243,13 +262,13 @@ def _parent_appendix(levels: list[int], appendix: list[bool]) -> bool:
 
 
 def _tie_captions(paragraphs: list[Paragraph]) -> None:
-    """Attach each caption to the nearest body paragraph: of its section if it has one, else any."""
+    """Attach each caption (a table's too) to the nearest body paragraph: of its section if it has one, else any."""
     for i, p in enumerate(paragraphs):
-        if p.kind != "caption":
+        if p.kind == "body":
             continue
         before = [q for q in reversed(paragraphs[:i]) if q.kind == "body"]
         after = [q for q in paragraphs[i + 1 :] if q.kind == "body"]
         same = [q for q in before[:1] + after[:1] if q.section_id == p.section_id]
         candidates = same or before[:1] or after[:1]
         if candidates:
-            candidates[0].captions.append(p.text)
+            candidates[0].captions.append(p.table.caption if p.table is not None else p.text)

@@ -68,13 +68,21 @@ def join_lines(lines: list[str], vocab: Counter[str] | None = None) -> str:
     "retrie-" + "val" becomes "retrieval"; "fine-" + "tuning" stays "fine-tuning"
     when the document elsewhere writes "fine-tuning" and never "finetuning".
     """
+    return join_lines_at(lines, vocab)[0]
+
+
+def join_lines_at(lines: list[str], vocab: Counter[str] | None = None) -> tuple[str, list[int]]:
+    """join_lines, and for each line the offset in the joined text where its text begins."""
     vocab = vocab or Counter()
     out = ""
+    starts: list[int] = []
     for raw in lines:
         line = normalize(raw)
         if not line:
+            starts.append(len(out))
             continue
         if not out:
+            starts.append(0)
             out = line
             continue
         m = re.search(r"([A-Za-z]+)-$", out)
@@ -83,9 +91,13 @@ def join_lines(lines: list[str], vocab: Counter[str] | None = None) -> str:
             head, tail = m.group(1), first.group(0)
             joined, compound = (head + tail).lower(), f"{head}-{tail}".lower()
             if vocab[compound] > vocab[joined]:
+                starts.append(len(out))
                 out = out + line  # keep the hyphen: a real compound
             else:
+                # The word now begins on the line before: that line holds its start.
+                starts.append(len(out) - 1)
                 out = out[:-1] + line
         else:
+            starts.append(len(out) + 1)
             out = f"{out} {line}"
-    return out
+    return out, starts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import pytest
@@ -78,11 +79,48 @@ def test_hyphenated_words_are_joined(parsed: dict[str, tuple[Paper, Paper]]) -> 
 
 def test_captions_are_blocks_tied_to_paragraphs(parsed: dict[str, tuple[Paper, Paper]]) -> None:
     for slug, (pdf, md) in parsed.items():
-        captions = [p for p in pdf.paragraphs if p.kind == "caption"]
+        # A table read as a table is a block of its own that holds its caption.
+        captions = [p for p in pdf.paragraphs if p.kind in ("caption", "table")]
         assert len(captions) == len([p for p in md.paragraphs if p.kind == "caption"]), slug
         tied = [c for p in pdf.paragraphs for c in p.captions]
         assert len(tied) == len(captions), slug
         assert all(c.text.split(":")[0].split()[0] in ("Figure", "Table") for c in captions)
+
+
+def _source_tables(source: Path) -> dict[str, list[list[str]]]:
+    """The tables of a Markdown source: "Table N:" caption lines and the |-rows under them (header first)."""
+    tables: dict[str, list[list[str]]] = {}
+    label = None
+    for line in source.read_text(encoding="utf-8").splitlines():
+        if m := re.match(r"^(Table \d+):", line):
+            label = m.group(1)
+            tables[label] = []
+        elif label and line.startswith("|"):
+            tables[label].append([c.strip() for c in line.strip().strip("|").split("|")])
+        else:
+            label = None
+    return tables
+
+
+def test_tables_read_cell_for_cell(parsed: dict[str, tuple[Paper, Paper]], sample_sources: list[Path]) -> None:
+    """Every table of the rendered corpus comes back with its header and every cell, row by row, and its
+    cells are no longer loose paragraphs."""
+    total = 0
+    for source in sample_sources:
+        pdf, _ = parsed[source.stem]
+        got = {t.label: [t.header, *t.rows] for t in pdf.tables}
+        want = _source_tables(source)
+        assert got == want, source.stem
+        total += len(want)
+        for p in pdf.paragraphs:
+            if p.kind == "table":
+                assert p.table is not None and p.text.startswith(p.table.caption)
+                assert len(p.text.splitlines()) == 1 + len(p.table.rows)
+        loose = " ".join(p.text for p in pdf.paragraphs if p.kind == "body")
+        for rows in want.values():
+            for row in rows[1:]:
+                assert " ".join(row) not in loose, (source.stem, row)
+    assert total == 36
 
 
 def test_method_section_named_by_paper_is_method(parsed: dict[str, tuple[Paper, Paper]]) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import pymupdf
 import pytest
 
 from paperscope.errors import ChunkingError
-from paperscope.parser import Paper, parse_markdown
+from paperscope.parser import Paper, parse_markdown, parse_pdf
 from paperscope.rag.chunking import CHUNKERS, ChunkOptions, chunk_paper, context_header, max_chars
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.tokens import local_token_counter
@@ -60,6 +64,7 @@ def test_invariants(paper: Paper, strategy: str, local_embedder: CachedEmbedder)
         for word in c.text.split()[:5]:  # never crosses a section boundary
             assert word in section_text
         assert c.metadata["strategy"] == strategy
+        assert c.metadata["boxes"] == []  # Markdown has no page to point at
     assert {c.section_title for c in body} >= {"Abstract", "1 Introduction", "2 Method", "3 Experiments"}
 
 
@@ -110,3 +115,27 @@ def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str, local_em
         assert counter.count(c.index_text if c.kind == "chunk" else c.text) <= budget, (c.kind, c.chunk_index)
     body = "".join(c.text.replace(" ", "") for c in chunks if c.kind == "chunk" and c.section_title == "1 Data")
     assert blob in body  # cut, not lost
+
+
+@pytest.mark.parametrize("strategy", sorted(CHUNKERS))
+def test_pdf_chunks_point_at_their_lines(sample_pdfs: dict[str, Path], strategy: str) -> None:
+    """Every chunk of a PDF carries the boxes of the lines its text came from, on its own pages."""
+    pdf = sample_pdfs["flashrank"]
+    paper = parse_pdf(pdf)
+    chunks = chunk_paper(paper, local_token_counter(), strategy)
+    doc = pymupdf.open(pdf)
+    for c in chunks:
+        boxes = c.metadata["boxes"]
+        assert boxes, (strategy, c.chunk_index)
+        assert {b["page"] for b in boxes} <= set(range(c.page_number, c.metadata["page_end"] + 1))
+        # The first word printed on the page (a table row's text begins with its label and column names).
+        text = re.sub(r"(^|\n)Table \d+ \|", " ", c.text)
+        first = next(w for w in text.split() if w != "|" and not w.endswith(":"))
+        inside = " ".join(doc[b["page"] - 1].get_textbox(pymupdf.Rect(b["rect"])) for b in boxes)
+        assert first.rstrip("-") in inside, (strategy, c.chunk_index, first)
+    doc.close()
+    if strategy == "recursive":
+        # A paragraph cut across chunks: each part gets the lines it holds, not the whole paragraph's.
+        longest = max(paper.paragraphs, key=lambda p: len(p.boxes))
+        parts = [c for c in chunks if c.kind == "chunk" and c.text.split()[-1] in longest.text]
+        assert any(0 < len(c.metadata["boxes"]) < len(longest.boxes) for c in parts)

@@ -19,12 +19,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ...errors import ChunkingError
-from ...parser.models import Paper, Paragraph, Section, SectionCategory
+from ...parser.models import Box, Paper, Paragraph, Section, SectionCategory
 from .. import registry as operator_registry
 from ..tokens import TokenCounter
 
 ChunkKind = Literal["chunk", "parent", "question", "summary", "raptor"]
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])")
+# Sentences; a table's text splits at its rows (one a line).
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'])|\n")
 CHARS_PER_TOKEN = 10  # English runs at ~4-5 characters a token; anything far above is not prose
 MAX_CHUNK_CHARS = 15_000
 MAX_HEADER_CHARS = 1_000
@@ -75,6 +76,7 @@ class _Piece:
     paragraph: int  # index into paper.paragraphs
     ends_paragraph: bool
     starts_paragraph: bool = True
+    boxes: list[Box] | None = None  # the boxes of the lines it came from; None: its paragraph's
 
 
 @dataclass
@@ -213,10 +215,24 @@ def _pieces(paragraphs: list[tuple[int, Paragraph]], budget: int, tokens: TokenC
     out: list[_Piece] = []
     for i, p in paragraphs:
         parts = _split(p.text, budget, tokens)
+        at = 0
         for j, (text, n) in enumerate(parts):
             page = p.page if j < max(1, len(parts)) / 2 or p.page_end == p.page else p.page_end
-            out.append(_Piece(text, n, page, i, j == len(parts) - 1, j == 0))
+            start = p.text.find(text, at)
+            boxes = None
+            if len(parts) > 1 and start >= 0:  # a paragraph split across pieces: the lines of this piece
+                boxes = _boxes_between(p, start, start + len(text))
+                at = start + len(text)
+            out.append(_Piece(text, n, page, i, j == len(parts) - 1, j == 0, boxes))
     return out
+
+
+def _boxes_between(p: Paragraph, start: int, end: int) -> list[Box] | None:
+    """The boxes of the lines of `p` that hold its text from `start` to `end` (None when not known)."""
+    if len(p.box_starts) != len(p.boxes) or not p.boxes:
+        return None
+    ends = [*p.box_starts[1:], len(p.text)]
+    return [b for b, s, e in zip(p.boxes, p.box_starts, ends, strict=True) if s < end and max(e, s + 1) > start]
 
 
 def _pack(pieces: list[_Piece], budget: int, overlap: int, by_paragraph: bool = True) -> list[_Draft]:
@@ -273,12 +289,17 @@ class _Builder:
         captions = [c for p in draft.pieces if p.starts_paragraph for c in paper.paragraphs[p.paragraph].captions]
         is_caption = all(paper.paragraphs[i].kind == "caption" for i in paragraphs)
         parent = paper.parent_of(section)
+        boxes = _union_boxes(paper, draft.pieces)
+        # The boxes know the pages a chunk's text is on (a paragraph may run onto the next page); without
+        # them (Markdown), the pages of the pieces.
+        pages = [b["page"] for b in boxes] or [p.page for p in draft.pieces]
         metadata: dict[str, Any] = {
-            "page_end": max(p.page for p in draft.pieces),
+            "page_end": max(pages),
             "captions": captions,
             "is_caption": is_caption,
             "strategy": self.strategy,
             "section_id": section.id,
+            "boxes": boxes,
         }
         metadata.update(extra or {})
         if index is None:
@@ -292,7 +313,7 @@ class _Builder:
             parent_section=parent.title if parent else "",
             section_category=section.category,
             hierarchy_level=section.level,
-            page_number=draft.pieces[0].page,
+            page_number=min(pages),
             kind=kind,
             metadata=metadata,
         )
@@ -300,11 +321,24 @@ class _Builder:
         return chunk
 
 
+def _union_boxes(paper: Paper, pieces: list[_Piece]) -> list[dict[str, Any]]:
+    """Where a chunk's text stands: the boxes of its pieces' lines, each once, in reading order."""
+    seen: set[tuple[int, tuple[float, float, float, float]]] = set()
+    out: list[dict[str, Any]] = []
+    for piece in pieces:
+        boxes = piece.boxes if piece.boxes is not None else paper.paragraphs[piece.paragraph].boxes
+        for b in boxes:
+            if (b.page, b.rect) not in seen:
+                seen.add((b.page, b.rect))
+                out.append({"page": b.page, "rect": list(b.rect)})
+    return out
+
+
 def _runs(paragraphs: list[tuple[int, Paragraph]]) -> Iterator[list[tuple[int, Paragraph]]]:
-    """Body paragraphs between captions, and each caption on its own."""
+    """Body paragraphs between captions and tables, and each caption or table on its own."""
     run: list[tuple[int, Paragraph]] = []
     for item in paragraphs:
-        if item[1].kind == "caption":
+        if item[1].kind != "body":
             if run:
                 yield run
                 run = []

@@ -76,7 +76,9 @@ def sliding_window(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> li
                 chars += len(words[end][0]) + 1
                 end += 1
             window = words[start:end]
-            pieces = [_Piece(" ".join(w for w, _, _ in window), used, window[0][2], window[0][1], end >= len(words))]
+            boxes = [b for i in sorted({w[1] for w in window}) for b in paper.paragraphs[i].boxes]
+            text = " ".join(w for w, _, _ in window)
+            pieces = [_Piece(text, used, window[0][2], window[0][1], end >= len(words), boxes=boxes)]
             build.add(section, header, _Draft(pieces))
             if end >= len(words):
                 break
