@@ -29,9 +29,10 @@ _BOUNDARY = re.compile(r"[.!?]['\"”’)\]]*\s+|[。！？]\s*")
 _OPENER = re.compile(r"['\"“‘(\[]?[A-Z0-9\u4e00-\u9fff]")
 _HYPHEN_BREAK = re.compile(r"(?<=[a-z])-\n(?=[a-z])")
 
-# A table row line: optional "Table N: caption" cell, then at least two "header: value" cells, " | " apart.
+# A table row line: an optional "Table N" or "Table N: caption" cell (the parser writes the label alone), then at
+# least two "header: value" cells, " | " apart.
 _ROW_SEPARATOR = " | "
-_TABLE_LABEL = re.compile(r"^(?:Table|Tab\.|TABLE)\s*[\dIVXA-Z]+(?:\.\d+)?\s*[:.]", re.I)
+_TABLE_LABEL = re.compile(r"^(?:Table|Tab\.|TABLE)\s*[\dIVXA-Z]+(?:\.\d+)?\s*(?:[:.]|$)", re.I)
 _CELL = re.compile(r"^(?P<header>[^:|]{1,80}?):\s*(?P<value>.*)$")
 
 _CELL_RUN = 8  # tokens of table cells at a sentence's end that are cut off

@@ -237,6 +237,20 @@ def test_a_matching_table_row_can_be_the_answer() -> None:
     assert _first(answer) == "- Table 2: Tagging results on the test set | Model: ProtoTagger | Accuracy: 94.7 [1]"
 
 
+def test_a_table_the_parser_read_answers_with_its_cell_row_and_column() -> None:
+    """DPR's Table 2 as the parser writes it ("Table 2 | Training: None | Retriever: BM25 | Top-20 NQ: 59.1 ...")."""
+    pdf = DEVSET / "pdfs" / "emnlp2020_dense_passage_retrieval.pdf"
+    if not pdf.is_file():
+        pytest.skip(f"dev set PDF {pdf} is absent")
+    from paperscope.parser import parse_pdf
+
+    block = next(p for p in parse_pdf(pdf).paragraphs if p.table is not None and p.table.label == "Table 2")
+    rows = [table_row(line) for line in block.text.split("\n")[1:]]
+    assert rows and all(r is not None and r.caption == "Table 2" for r in rows)
+    answer = extractive_answer("What Top-20 NQ accuracy does BM25 reach with no training?", [_evidence([block.text])])
+    assert "Training: None | Retriever: BM25" in _first(answer) and "Top-20 NQ: 59.1" in _first(answer)
+
+
 # --- number questions and other types on real passages -------------------------------------------------
 
 
