@@ -118,11 +118,13 @@ def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str, local_em
 
 
 @pytest.mark.parametrize("strategy", sorted(CHUNKERS))
-def test_pdf_chunks_point_at_their_lines(sample_pdfs: dict[str, Path], strategy: str) -> None:
+def test_pdf_chunks_point_at_their_lines(
+    sample_pdfs: dict[str, Path], strategy: str, local_embedder: CachedEmbedder
+) -> None:
     """Every chunk of a PDF carries the boxes of the lines its text came from, on its own pages."""
     pdf = sample_pdfs["flashrank"]
     paper = parse_pdf(pdf)
-    chunks = chunk_paper(paper, local_token_counter(), strategy)
+    chunks = chunk_paper(paper, local_token_counter(), strategy, ChunkOptions(embed=local_embedder.embed_documents))
     doc = pymupdf.open(pdf)
     for c in chunks:
         boxes = c.metadata["boxes"]
