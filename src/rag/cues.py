@@ -49,12 +49,18 @@ _FIELD = re.compile(
     r"(?:methods|approaches|techniques|strategies|ways|systems|models|tools|algorithms)\b|^\W*有哪些|哪些方法",
     re.IGNORECASE,
 )
-# "Which papers ...", "papers in the collection", "哪些论文": the question asks across papers.
-_SURVEY = re.compile(
+# "Which papers ...", "哪些论文": the question asks which papers do something.
+_WHICH_PAPERS = re.compile(
     r"\b(?:which|what|are there|any)\s+(?:[\w-]+\s+){0,3}?(?:papers|studies|works|articles|publications)\b"
     r"(?!\s+(?:best|better|well|worse|worst|most)\b)"  # "which chunk size works best": a verb
-    r"|\bpapers?\s+in\s+the\s+(?:collection|corpus|knowledge base)\b|\bacross\s+(?:the\s+)?papers\b"
-    r"|哪些\S{0,6}?(?:论文|研究|文章|工作)|有什么论文|集合中|各自",
+    r"|哪些\S{0,6}?(?:论文|研究|文章|工作)|有什么论文",
+    re.IGNORECASE,
+)
+# "papers in the collection", "across papers", "集合中": the question's scope is the collection (it may still be
+# about one paper it names: "In the papers of the corpus, what does SPECTER train on?").
+_ACROSS = re.compile(
+    r"\bpapers?\s+in\s+(?:the|this)\s+(?:collection|corpus|knowledge base)\b|\bacross\s+(?:the\s+|these\s+)?papers\b"
+    r"|集合中|各自",
     re.IGNORECASE,
 )
 # "the X paper", "the study of ...", "in 'Title'", "X's", "Smith et al.", "which paper", "这篇", "该论文", "论文中".
@@ -80,8 +86,15 @@ _SURVEY_WORDS = re.compile(
 
 
 def is_survey(query: str) -> bool:
-    """True when the question asks across papers ("which papers ...", "哪些论文")."""
-    return bool(_SURVEY.search(fold(query)))
+    """True when the question asks across papers ("which papers ...", "papers in the collection", "哪些论文")."""
+    text = fold(query)
+    return bool(_WHICH_PAPERS.search(text) or _ACROSS.search(text))
+
+
+def asks_which_papers(query: str) -> bool:
+    """True when the question asks which papers do something ("which papers ...", "哪些论文"), not only
+    where to look ("papers in the collection")."""
+    return bool(_WHICH_PAPERS.search(fold(query)))
 
 
 def is_field_wide(query: str) -> bool:

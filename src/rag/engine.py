@@ -20,7 +20,8 @@ from langchain_core.language_models import BaseChatModel
 from ..config import Settings
 from ..parser.models import SectionCategory
 from .context import Evidence, assemble, format_context, introduction
-from .cues import content_words, points_back, section_cues, survey_focus
+from .coverage import check_coverage
+from .cues import points_back, section_cues, survey_focus
 from .filters import SearchFilter, validate_doc_id
 from .locate import Location, PaperLocator
 from .query import expand, focus, inflect
@@ -32,9 +33,6 @@ from .retrieval import Models, Retrieval, Track
 from .retrievers import Retriever, make_retriever
 from .route import Intent, Route, RuleRouter
 from .store import PaperRecord, PaperStore, StoredChunk
-
-# Below this share of the question's words in what was found, the papers do not seem to answer it.
-WEAK_COVERAGE = 0.35
 
 register("transform", "glossary", summary="Chinese research vocabulary in English, for BM25 over English papers "
          "(no model; always on for questions in Chinese).")(expand)
@@ -157,9 +155,13 @@ class Engine:
             chunks = self._passages(asked, papers, prefer, k, identifying, hard, log)
         else:
             chunks = self._survey(asked, papers, location, prefer, k, hard, log)
-        if track == "B" and chunks and _coverage(asked, chunks) < WEAK_COVERAGE:
-            notes.append("The papers in the knowledge base do not seem to answer this; the closest passages follow.")
-            track = "NONE"
+        if track == "B" and chunks:
+            with log.run("postprocessor", "coverage") as info:
+                covered = check_coverage(query, asked, chunks, self._contains)
+                info.update(absent=covered.absent, share=round(covered.share, 2), unread=covered.unread)
+            if not covered.covered:
+                notes.append(covered.note())
+                track = "NONE"
         found = papers if track == "A" else list(dict.fromkeys(h.doc_id for h in chunks))
         return Retrieval(
             query=query,
@@ -246,6 +248,10 @@ class Engine:
         return text, evidence
 
     # --- policies ------------------------------------------------------------------------------------------
+
+    def _contains(self, forms: list[str]) -> bool:
+        """True when some chunk of the knowledge base holds one of these word forms (one BM25 search)."""
+        return bool(self.store.search_bm25(" ".join(forms), None, 1))
 
     def _abstract(self, doc_id: str) -> StoredChunk | None:
         """The first abstract chunk of a paper (its first chunk when it has no abstract)."""
@@ -367,12 +373,3 @@ class Engine:
                 picked += rest[: k - len(picked)]
             info["papers"] = len(order)
         return picked[:k]
-
-
-def _coverage(query: str, hits: Sequence[StoredChunk]) -> float:
-    """Share of the question's meaningful words that the passages found contain."""
-    wanted = [w for w in dict.fromkeys(content_words(survey_focus(query))) if len(w) >= 4]
-    if not wanted:
-        return 1.0
-    found = " ".join(h.text.lower() for h in hits)
-    return sum(1 for w in wanted if w in found) / len(wanted)

@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..parser.models import Paper
+from .cues import STOPWORDS
 
 # A name as papers coin them: TrustRank, XYLayoutLM, REALM, NG-Scope, GPT-2, T5 (not a title-case compound such
 # as "Retrieval-Augmented" or "Open-Domain").
@@ -19,9 +20,12 @@ _NAME = re.compile(
 )
 # "Dense Passage Retrieval (DPR)": a long form followed by its acronym in parentheses.
 _DEFINED = re.compile(r"((?:[A-Za-z][\w-]*\s+){1,6}[A-Za-z][\w-]*)\s*\(([A-Z][A-Za-z\d-]{1,12}s?)\)")
+# What a paper says it introduces: "we present PaSa", "We propose a new ... architecture, the Transformer,",
+# "called ScholarNav". The verb part ignores case ("We"), the name keeps its capitals.
 _INTRODUCES = re.compile(
-    r"\b(?:we|this paper|this work|here we)\s+(?:introduce|present|propose|describe|develop|release|build|call)\w*\s+"
-    r"(?:\w+\s+){0,6}?([A-Z][\w-]*[A-Z\d][\w-]*)|\b(?:called|named|dubbed|termed)\s+([A-Z][\w-]*)",
+    r"(?i:\b(?:we|this paper|this work|here we)\s+(?:introduce|present|propose|describe|develop|release|build|call)\w*)"
+    r"\s+(?:(?:\w+\s+){0,6}?([A-Z][\w-]*[A-Z\d][\w-]*)\b|(?:[\w-]+\s+){1,8}?[\w-]+,\s+the\s+([A-Z][a-z][\w-]+)\b)"
+    r"|\b(?:called|named|dubbed|termed)\s+([A-Z][\w-]*)",
 )
 _PARTICLES = {"de", "van", "von", "der", "den", "di", "da", "del", "la", "le", "du", "dos", "das", "bin", "al", "e"}
 _NOT_NAMES = {"AND", "OF", "THE", "FOR", "IN", "ON", "TO", "A", "AN", "WITH", "USA", "UK", "II", "III", "IV"}
@@ -48,6 +52,8 @@ class Identity:
 
     def add(self, text: str, kind: str, weight: float) -> None:
         text = " ".join(text.split()).strip(" .,;:")
+        if kind not in ("author", "first_author", "title") and text.casefold() in STOPWORDS:
+            return  # "Paper", "Study": every question says them; they name no paper
         if len(text) >= 2 and not any(
             a.text.casefold() == text.casefold() and a.weight >= weight for a in self.aliases
         ):
@@ -87,7 +93,7 @@ def identity_of(
     head, sep, tail = _split(title)
     if sep and 1 <= len(head.split()) <= 5:
         ident.add(head, "short", 0.9)  # "Bigtable", "TIMP", "Computational Rationalization"
-        stem = re.fullmatch(r"([A-Za-z][A-Za-z]{3,})[-_ ][\w.]+", head)
+        stem = _STEM.fullmatch(head)
         if stem:
             ident.add(stem.group(1), "stem", 0.7)  # "Marten" for "Marten-1B", as people shorten it
         if len(tail.split()) >= 3:
@@ -103,7 +109,7 @@ def identity_of(
             ident.add(acronym.rstrip("s"), "acronym", 0.9 if in_title else 0.5)
             ident.add(" ".join(words), "acronym", 0.9 if in_title else 0.5)
     for match in _INTRODUCES.finditer(abstract):
-        ident.add(match.group(1) or match.group(2), "name", 0.8)
+        ident.add(next(g for g in match.groups() if g), "name", 0.8)
     initials = _initialism(head if sep else title)
     if initials:
         ident.add(initials, "acronym", 0.5)  # "Dense Passage Retrieval ..." -> DPR, as people abbreviate it
@@ -141,6 +147,13 @@ def search_text(title: str, ident: Identity, abstract: str) -> str:
     Not cut to length: the store clips it to its field's byte limit (`clip(..., "search_text")`, store/records.py).
     """
     return "\n".join([title, " ; ".join(a.text for a in ident.aliases if a.kind != "year"), abstract])
+
+
+# A name with a size or version after it: "Marten-1B", "LLaMA 2", "GPT-4o", "BERT-Large" (not "Paper Plain").
+_STEM = re.compile(
+    r"([A-Za-z][A-Za-z]{3,})[-_ ](?:[\w.]*\d[\w.]*|(?:base|large|small|mini|tiny|xl|xxl|lite|pro|plus|turbo)\b)",
+    re.IGNORECASE,
+)
 
 
 def _split(title: str) -> tuple[str, str, str]:

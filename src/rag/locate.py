@@ -22,6 +22,7 @@ from .cues import (
     NAME_IN_QUESTION,
     QUOTED,
     STOPWORDS,
+    asks_which_papers,
     content_words,
     fold,
     is_field_wide,
@@ -59,6 +60,12 @@ class Candidate:
     title_hit: bool = False
     own_name: bool = False  # named by its own name, id or full title (not only by topic words)
     title_words: list[str] = field(default_factory=list)  # words of its title the question uses
+    size: int = 0  # its body chunks: of two copies of one paper, the fuller one is the paper
+
+    @property
+    def same(self) -> str:
+        """Its title, folded: two copies of one paper (a full text and an excerpt) share it."""
+        return re.sub(r"[^a-z0-9]+", "", fold(self.title).lower())
 
     @property
     def score(self) -> float:
@@ -72,6 +79,7 @@ class Location:
     candidates: list[Candidate]
     survey: bool
     one_paper: bool
+    which_papers: bool = False  # "which papers ...": asks for papers, not about one it names
     missing: list[str] = field(default_factory=list)
     field_wide: bool = False  # "which methods ...": a survey unless a paper is named by its own name
 
@@ -79,12 +87,20 @@ class Location:
     def best(self) -> Candidate | None:
         return self.candidates[0] if self.candidates else None
 
+    def _rival(self, cand: Candidate) -> Candidate | None:
+        """The strongest candidate that is not a copy of `cand` (a copy does not compete with it)."""
+        return next((c for c in self.candidates if c is not cand and c.same != cand.same), None)
+
     @property
     def margin(self) -> float:
         if not self.candidates:
             return 0.0
-        second = self.candidates[1].score if len(self.candidates) > 1 else 0.0
-        return self.candidates[0].score - second
+        rival = self._rival(self.candidates[0])
+        return self.candidates[0].score - (rival.score if rival else 0.0)
+
+    def _fullest(self, cand: Candidate) -> str:
+        """Of the copies of a paper in the catalogue, the one with the most text."""
+        return max((c for c in self.candidates if c.same == cand.same), key=lambda c: c.size).doc_id
 
     @property
     def doc_id(self) -> str | None:
@@ -92,18 +108,22 @@ class Location:
         best = self.best
         if best is None:
             return None
-        if best.alias >= 0.8 and (len(self.candidates) < 2 or self.candidates[1].alias < 0.6):
-            return best.doc_id  # named by its title, its own name, its authors or its id
+        rival = self._rival(best)
+        if best.alias >= 0.8 and (rival is None or rival.alias < 0.6):
+            return self._fullest(best)  # named by its title, its own name, its authors or its id
         if best.score >= LOCATE_SCORE and self.margin >= LOCATE_MARGIN:
-            return best.doc_id
+            return self._fullest(best)
         return None
 
     @property
     def named(self) -> list[str]:
         """The papers the question names: the located one, or several named as strongly ("compare X with Y")."""
-        strong = [c.doc_id for c in sorted(self.candidates, key=lambda c: -c.alias) if c.alias >= 0.8]
+        strong: dict[str, str] = {}  # one doc_id per paper, its copies left out
+        for c in sorted(self.candidates, key=lambda c: -c.alias):
+            if c.alias >= 0.8:
+                strong.setdefault(c.same, self._fullest(c))
         if len(strong) >= 2:
-            return strong[:4]
+            return list(strong.values())[:4]
         located = self.doc_id
         return [located] if located else []
 
@@ -152,7 +172,7 @@ class PaperLocator:
 
         def cand(doc_id: str) -> Candidate:
             if doc_id not in cands:
-                cands[doc_id] = Candidate(doc_id, self.papers[doc_id].title)
+                cands[doc_id] = Candidate(doc_id, self.papers[doc_id].title, size=self.papers[doc_id].n_chunks)
             return cands[doc_id]
 
         self._alias_evidence(text, cand)
@@ -176,6 +196,7 @@ class PaperLocator:
         return Location(
             candidates=ranked,
             survey=is_survey(text),
+            which_papers=asks_which_papers(text),
             one_paper=refers_to_one_paper(text),
             missing=self._missing_names(text),
             field_wide=is_field_wide(text),

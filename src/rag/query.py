@@ -269,6 +269,11 @@ _GLOSSARY: dict[str, str] = {
     "地震": "earthquake",
 }
 _KEYS = sorted(_GLOSSARY, key=len, reverse=True)
+
+
+def glossary_keys() -> list[str]:
+    """The Chinese terms the glossary translates, longest first."""
+    return list(_KEYS)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 

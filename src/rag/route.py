@@ -127,7 +127,9 @@ def route_from(location: Location, query: str, source: Literal["rules", "llm"] =
     keywords: list[str]
     if location.missing and not named:
         intent, doc_ids, keywords = Intent.SPECIFIC_PAPER, [], list(location.missing)
-    elif (location.survey and len(named) < 2) or (location.field_wide and not (best and best.own_name)):
+    elif (location.survey and len(named) < 2 and not _names_its_paper(location)) or (
+        location.field_wide and not (best and best.own_name)
+    ):
         intent, doc_ids, keywords = Intent.TOPIC_SURVEY, [], []
     elif named:
         intent, doc_ids, keywords = Intent.SPECIFIC_PAPER, named, location.identifying_words
@@ -146,6 +148,13 @@ def route_from(location: Location, query: str, source: Literal["rules", "llm"] =
 
 
 @register("router", "rules")
+def _names_its_paper(location: Location) -> bool:
+    """A question set in the collection ("in the papers of the corpus") that names one paper by its own name or
+    title is about that paper; "which papers ..." asks for papers whatever it names."""
+    best = location.best
+    return bool(not location.which_papers and best and best.own_name and location.named)
+
+
 class RuleRouter:
     """Routes with the question's wording and the paper locator; no model."""
 
