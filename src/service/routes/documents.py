@@ -160,7 +160,7 @@ async def remove(service: ServiceDep, doc_id: DocId, kb: KbQuery = None) -> Remo
 async def chunk(
     service: ServiceDep,
     doc_id: DocId,
-    index: Annotated[int, Path(ge=0, description="The chunk_index.")],
+    index: Annotated[int, Path(ge=0, le=10_000_000, description="The chunk_index.")],
     window: Annotated[int, Query(ge=0, le=MAX_WINDOW, description="Neighbours on each side.")] = 0,
     kb: KbQuery = None,
 ) -> dict[str, Any]:

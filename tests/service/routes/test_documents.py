@@ -143,3 +143,15 @@ def test_delete_removes_the_paper_and_its_file(
     assert doc_id not in {p["doc_id"] for p in http.get("/v1/documents").json()}
     assert http.get(f"/v1/documents/{doc_id}/chunks/0").status_code == 404
     assert not list((server.home / "uploads").glob("*/tokenprune.pdf"))
+
+
+def test_an_upload_to_a_new_knowledge_base_creates_it(
+    http: httpx.Client, sample_pdfs: dict[str, Path], sample_pdf_ids: dict[str, str]
+) -> None:
+    job = wait_job(http, upload(http, sample_pdfs["hydra"], kb="other", strategy="sentence").json()["job_id"])
+    assert job["state"] == "done" and job["kb"] == "other"
+    assert [p["doc_id"] for p in http.get("/v1/documents", params={"kb": "other"}).json()] == [sample_pdf_ids["hydra"]]
+    assert sample_pdf_ids["hydra"] not in {p["doc_id"] for p in http.get("/v1/documents").json()}
+    found = http.post("/v1/retrieve", json={"query": "What does HyDRA generate?", "kb": "other"}).json()
+    assert found["hits"] and {h["doc_id"] for h in found["hits"]} == {sample_pdf_ids["hydra"]}
+    assert "paperscope:other" in [m["id"] for m in http.get("/v1/models").json()["data"]]
