@@ -10,13 +10,12 @@ from rich.console import Console
 from rich.table import Table
 
 from . import terminal
-from .agent.tools import shorten
 from .errors import PaperscopeError
 from .terminal import markup as escape  # every document, model and user text is cleaned, then escaped
 
 if TYPE_CHECKING:
     from .agent.answer import Answer, Source
-    from .rag.store import PaperStore
+    from .rag.store import PaperRecord, StoredChunk
 
 __all__ = ["PROMPT", "Runner", "chat_loop"]
 
@@ -34,10 +33,23 @@ HELP: list[tuple[str, str]] = [
 ]
 
 
-class Runner(Protocol):
-    """What the chat loop asks questions of: the single-shot Searcher or the agent."""
+class ChatStore(Protocol):
+    """What the chat loop reads of a store (the banner, /papers, /sources): a PaperStore, or a server's."""
 
-    store: PaperStore
+    kb: str
+
+    def list_papers(self, brief: bool = False) -> list[PaperRecord]: ...
+
+    def get_context_window(
+        self, doc_id: str, center_chunk_index: int, window_size: int = 1
+    ) -> list[StoredChunk]: ...
+
+
+class Runner(Protocol):
+    """What the chat loop asks questions of: the single-shot Searcher, the agent, or a server (`--server`)."""
+
+    @property
+    def store(self) -> ChatStore: ...
 
     def run(
         self,
@@ -239,6 +251,8 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
 
 
 def _trace(console: Console, answers: list[Answer]) -> None:
+    from .agent.tools import shorten  # here: the agent's tools are slow to import, and a server's chat needs none
+
     if not answers:
         console.print("[yellow]no answer yet[/yellow]: ask a question first", highlight=False)
         return

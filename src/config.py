@@ -4,9 +4,9 @@ The layers are put together by `settings_layers.load_layers` (`load_settings` re
 user file is `$PAPERSCOPE_HOME/config.toml` (settings_layers.py), a knowledge base's own settings live in
 the knowledge base (rag/kb_settings.py). This module holds the Settings model and reads the environment.
 
-Environment: PAPERSCOPE_HOME, MILVUS_URI, MILVUS_TOKEN, OPENAI_BASE_URL, OPENAI_API_KEY and
-PAPERSCOPE_LLM_MODEL by their usual names; any other field as PAPERSCOPE_<PART>__<FIELD>
-(e.g. PAPERSCOPE_CHUNKING__CHUNK_SIZE=180).
+Environment: PAPERSCOPE_HOME, MILVUS_URI, MILVUS_TOKEN, OPENAI_BASE_URL, OPENAI_API_KEY,
+PAPERSCOPE_LLM_MODEL and PAPERSCOPE_API_KEY by their usual names; any other field as
+PAPERSCOPE_<PART>__<FIELD> (e.g. PAPERSCOPE_CHUNKING__CHUNK_SIZE=180).
 
 The environment layer turns every way the environment can be wrong into one ConfigError line naming the
 variable (malformed JSON, a bad value, an unknown nested field with the closest valid name, a data
@@ -33,7 +33,12 @@ from .errors import ConfigError
 log = logging.getLogger(__name__)
 ENV_PREFIX = "PAPERSCOPE_"
 # Read by load_settings itself rather than by the Settings model, or before settings exist (backend_logs.py).
-_OWN_ENV = ("PAPERSCOPE_LLM_MODEL", LOG_ENV)
+# PAPERSCOPE_SERVER is read by the CLI (`--server`), not a setting.
+_OWN_ENV = ("PAPERSCOPE_LLM_MODEL", "PAPERSCOPE_API_KEY", "PAPERSCOPE_SERVER", LOG_ENV)
+
+
+#: A knowledge base's name: it starts Milvus collection names (`{kb}_chunks`, `{kb}_papers`).
+KB_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,47}$"
 
 
 class _Part(BaseModel):
@@ -81,7 +86,7 @@ class EmbeddingSettings(_Part):
 class StoreSettings(_Part):
     uri: str | None = Field(None, description="Milvus URI; unset = Milvus Lite file under the data directory.")
     token: str | None = Field(None, description="Milvus token (user:password) for a server.")
-    kb: str = Field("papers", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,47}$", description="Knowledge base name.")
+    kb: str = Field("papers", pattern=KB_PATTERN, description="Knowledge base name.")
 
 
 class RetrievalSettings(_Part):
@@ -157,6 +162,23 @@ class AgentSettings(_Part):
     )
 
 
+class ServiceSettings(_Part):
+    host: str = Field(
+        "127.0.0.1", description="Address `paperscope serve` listens on; other than loopback it needs service.api_key."
+    )
+    port: int = Field(8000, ge=0, le=65535, description="Port `paperscope serve` listens on (0: any free port).")
+    api_key: SecretStr | None = Field(
+        None, description="Bearer key every /v1 route of the server asks for (PAPERSCOPE_API_KEY); unset = none."
+    )
+    max_upload_mb: float = Field(50.0, gt=0, le=4096, description="Largest file the server takes in an upload, in MB.")
+    uploads: Path | None = Field(
+        None, description="Where the server keeps uploaded files (<sha256>/<name>); unset = $PAPERSCOPE_HOME/uploads."
+    )
+    workers: int = Field(
+        8, ge=1, le=64, description="Questions (chats, retrieves) the server answers at once; more wait their turn."
+    )
+
+
 class Settings(BaseSettings):
     """Everything paperscope can be told, in one place."""
 
@@ -172,6 +194,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and context.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Chat model (optional).")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The agent loop.")
+    service: ServiceSettings = Field(default_factory=ServiceSettings, description="The HTTP server (paperscope serve).")
 
     def with_overrides(self, **parts: dict[str, Any]) -> Settings:
         """A copy with some fields of nested parts replaced, e.g. store={"kb": "x"}; None values are ignored."""

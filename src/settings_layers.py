@@ -35,7 +35,7 @@ Source = Literal["default", "env", "user", "kb", "request"]
 #: Lowest first: a value of a later source wins.
 SOURCES: tuple[Source, ...] = ("default", "env", "user", "kb", "request")
 #: Shown masked by `provenance`, never echoed in an error.
-SECRETS = frozenset({"llm.api_key", "store.token"})
+SECRETS = frozenset({"llm.api_key", "store.token", "service.api_key"})
 MASK = "********"
 #: Variables read by their usual names; each wins over its PAPERSCOPE_* spelling.
 ENV_ALIASES = {
@@ -44,6 +44,7 @@ ENV_ALIASES = {
     "llm.model": "PAPERSCOPE_LLM_MODEL",
     "llm.base_url": "OPENAI_BASE_URL",
     "llm.api_key": "OPENAI_API_KEY",
+    "service.api_key": "PAPERSCOPE_API_KEY",
 }
 _PATH = TypeAdapter(Path)
 
@@ -221,6 +222,13 @@ class LayeredSettings:
         rest = [layer for layer in self.layers if layer.source != "kb"]
         if kb is not None:
             rest.insert(next((i for i, lay in enumerate(rest) if lay.source == "request"), len(rest)), kb)
+        return LayeredSettings(_merge(rest), tuple(rest))
+
+    def with_request(self, request: Mapping[str, Any] | None, label: str = "the request") -> LayeredSettings:
+        """The same layers with `request` (nested or dotted; None values not given) as the request layer, merged
+        again: a server builds each request's settings over the layers it read once at start."""
+        rest = [layer for layer in self.layers if layer.source != "request"]
+        rest.append(request_layer(request, label))
         return LayeredSettings(_merge(rest), tuple(rest))
 
     def source_of(self, name: str) -> tuple[Source, str]:

@@ -14,6 +14,7 @@ from paperscope.rag.embeddings import CachedEmbedder, make_embedder
 from paperscope.rag.ingest import doc_id_for, file_sha256, ingest
 from paperscope.rag.store import PaperStore
 from tests.milvus_server import milvus_server
+from tests.served import KEY, PRELOADED, UPLOAD_LIMIT_MB, Served, make_home, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -81,3 +82,21 @@ def milvus_server_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     on 127.0.0.1 (stopped at the end); TEST_MILVUS_DOCKER=1 starts Milvus standalone in Docker instead."""
     with milvus_server(tmp_path_factory.mktemp("milvus-server") / "data") as uri:
         yield uri
+
+
+@pytest.fixture(scope="session")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, sample_pdfs: dict[str, Path], local_embedder: CachedEmbedder
+) -> Iterator[Served]:
+    """A real `paperscope serve` (no language model, API key `KEY`, uploads up to 0.5 MB) over a home holding the
+    PRELOADED sample papers; the tests upload others."""
+    home = make_home(tmp_path_factory.mktemp("served-home"), [sample_pdfs[n] for n in PRELOADED], local_embedder)
+    log = tmp_path_factory.mktemp("served-log") / "stderr.txt"
+    with serve(home, log, {"PAPERSCOPE_SERVICE__MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB)}, key=KEY) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def sample_pdf_ids(sample_pdfs: dict[str, Path]) -> dict[str, str]:
+    """{slug: doc_id} of the sample PDFs (from their bytes; nothing ingested)."""
+    return {slug: doc_id_for(file_sha256(path)) for slug, path in sample_pdfs.items()}

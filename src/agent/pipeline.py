@@ -24,7 +24,10 @@ from .answer import Answer
 from .llm import make_chat_model, question_scope
 from .router import LLMRouter
 
-__all__ = ["Searcher"]
+__all__ = ["Progress", "Searcher"]
+
+#: progress(stage, detail): what an answer is doing, for a caller that shows it (the HTTP event stream).
+Progress = Callable[[str, str], None]
 
 
 class Searcher:
@@ -134,18 +137,25 @@ class Searcher:
         history: Sequence[Answer] | None = None,
         on_token: Callable[[str], None] | None = None,
         use_model: bool = True,
+        on_progress: Progress | None = None,
     ) -> Answer:
         """Answer a question with cited sources (generated with a chat model, else extracted).
 
         `on_token` receives the generated answer piece by piece as the model streams it. `use_model=False`
         answers without the chat model (rules route, sentences are extracted). A model that fails or writes
-        no answer gives way to the extracted sentences, with a note and `llm_error` saying so.
+        no answer gives way to the extracted sentences, with a note and `llm_error` saying so. `on_progress`
+        hears (stage, detail) as the answer is prepared: "searching", then "writing".
         """
         with question_scope(self.chat_model):
             started = time.perf_counter()
+            if on_progress is not None:
+                on_progress("searching", "routing the question and ranking passages")
             retrieval = self.plan(
                 query, doc_ids=doc_ids, categories=categories, k=k, history=history, use_model=use_model
             )
+            if on_progress is not None:
+                found = f"{len(retrieval.chunks)} passages from {len(set(retrieval.doc_ids))} paper(s)"
+                on_progress("writing", f"{found}, track {retrieval.track}")
             return self.writer.from_retrieval(query, retrieval, on_token=on_token, use_model=use_model, started=started)
 
     def run(

@@ -77,7 +77,9 @@ class AgenticSearcher:
         settings: Settings | None = None,
         enable_agentic_rag: bool | None = None,
         max_iterations: int | None = None,
+        on_step: Callable[[TraceStep], None] | None = None,
     ) -> None:
+        """`on_step` hears of each tool call of an agent run as it ends (the trace as it grows)."""
         if isinstance(source, PaperStore):
             self.store, self._owns_store = source, False
             self.settings = settings or source.settings
@@ -89,6 +91,7 @@ class AgenticSearcher:
             self.settings.agent.enable_agentic_rag if enable_agentic_rag is None else enable_agentic_rag
         )
         self.max_iterations = max_iterations or self.settings.agent.max_iterations
+        self.on_step = on_step
         self.single_shot = Searcher(self.store, self.settings, self.chat_model)
 
     @property
@@ -150,7 +153,7 @@ class AgenticSearcher:
         papers = self.single_shot.papers()  # one catalogue read per run: prompt, tools and route share it
         listed = papers[:CATALOGUE_IN_PROMPT]
         labels = PaperLabels(p.doc_id for p in listed)
-        state = RunState(labels)
+        state = RunState(labels, on_record=self.on_step)
         tools = AgentTools(self.single_shot.engine, state, papers)
         prompt = self.prompt_name
         compact = prompt == PROMPTS["compact"]

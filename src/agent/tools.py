@@ -41,10 +41,14 @@ class BadToolCall(Exception):
 class RunState:
     """What one agent run has seen and done (shared by concurrently running tools)."""
 
-    def __init__(self, labels: PaperLabels | None = None) -> None:
+    def __init__(
+        self, labels: PaperLabels | None = None, on_record: Callable[[TraceStep], None] | None = None
+    ) -> None:
+        """`on_record` hears of every step as it is recorded (a server streams the tool calls as they end)."""
         self.seen: dict[str, StoredChunk] = {}
         self.trace: list[TraceStep] = []
         self.labels = labels or PaperLabels()
+        self.on_record = on_record
         self._lock = threading.Lock()
         # The citations the tool call running in this thread returned (ToolNode runs each call in one thread).
         self._call = threading.local()
@@ -76,6 +80,8 @@ class RunState:
     def record(self, step: TraceStep) -> None:
         with self._lock:
             self.trace.append(step)
+        if self.on_record is not None:
+            self.on_record(step)
 
     def record_error(self, tool: str, message: str) -> None:
         self.record(TraceStep(tool=tool, observation=message, error=True))

@@ -3,7 +3,8 @@
 - common.py: the app, consoles, settings and store opening shared by every command;
 - library.py: parse, ingest, papers, remove, check;
 - questions.py: ask, retrieve, chat, eval;
-- admin.py: doctor, config, operators.
+- admin.py: doctor, config, operators;
+- serve.py: serve (the HTTP service, src/service/); remote.py: the commands that take --server, over HTTP.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from . import (
     admin,  # noqa: F401
     library,  # noqa: F401
     questions,  # noqa: F401
+    serve,  # noqa: F401
 )
 from .common import app
 

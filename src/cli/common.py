@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 
 from .. import terminal
 from ..backend_logs import quiet_backend_loggers
-from ..errors import ConfigError, PaperscopeError
+from ..errors import ConfigError, PaperscopeError, StoreError
 from ..terminal import markup
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..rag.store import PaperStore
+    from .remote import Remote
 
 app = typer.Typer(
     help="Ask questions of a pile of research papers.",
@@ -36,9 +39,6 @@ console = terminal.make_console()
 
 
 err_console = terminal.make_console(stderr=True)
-
-
-MIN_PREFIX = 4  # doc_id characters a prefix needs, like a short git hash
 
 
 class _Warnings(logging.Handler):
@@ -57,6 +57,14 @@ def _root() -> None:
 
 
 def fail(exc: Exception | str) -> typer.Exit:
+    """Say what went wrong in one line on stderr; the Exit to raise (code 1).
+
+    A store locked by another process that is this home's `paperscope serve` is said as such, with how to use it.
+    """
+    if isinstance(exc, StoreError) and "another process" in str(exc):
+        from .running import server_hint
+
+        exc = server_hint() or exc
     err_console.print(f"[red]error:[/red] {markup(exc)}", soft_wrap=True)
     return typer.Exit(code=1)
 
@@ -137,50 +145,22 @@ def settings_for(kb: str | None, *, store_optional: bool = False, **parts: dict[
 
 def check_doc_id_arg(given: str, option: str) -> None:
     """A doc_id or prefix as typed: well formed and long enough, checked before anything is opened."""
-    from ..rag.filters import validate_doc_id
+    from ..operations import check_doc_id
 
-    try:
-        validate_doc_id(given)
-    except ValueError as exc:
-        raise ConfigError(f"{option}{exc}") from None
-    if len(given) < MIN_PREFIX:
-        raise ConfigError(
-            f"{option}doc_id prefix {given!r} is too short: give at least {MIN_PREFIX} characters "
-            "(see `paperscope papers`)"
-        )
-
-
-def matching_doc_ids(doc_ids: Iterable[str], given: str) -> list[str]:
-    """The doc_id equal to `given`, else those it is a prefix of (4+ characters, like a short git hash)."""
-    doc_ids = list(doc_ids)
-    if given in doc_ids:
-        return [given]
-    return [d for d in doc_ids if len(given) >= MIN_PREFIX and d.startswith(given)]
-
-
-def resolve_doc_ids(store: PaperStore, given: list[str], kb: str) -> list[str]:
-    """Full doc_ids for the given doc_ids or unambiguous prefixes (4+ characters)."""
-    papers = [p.doc_id for p in store.list_papers(brief=True) if p.ready]
-    out = []
-    for raw in given:
-        check_doc_id_arg(raw, "--paper: ")
-        matches = matching_doc_ids(papers, raw)
-        if len(matches) != 1:
-            problem = "matches several papers" if matches else f"is not a paper in knowledge base {kb!r}"
-            raise ConfigError(f"--paper {raw} {problem} (see `paperscope papers`)")
-        out.append(matches[0])
-    return out
+    check_doc_id(given, option)
 
 
 def check_scope(question: str, paper: list[str] | None, section: list[str] | None) -> None:
     """Refuse a wordless question and bad --paper/--section values before the store or a model is loaded."""
-    from ..rag.filters import parse_category
     from ..rag.question import check_question
 
     try:
         check_question(question)
-        for raw in section or []:
-            parse_category(raw)
+        if section:
+            from ..rag.filters import parse_category
+
+            for raw in section:
+                parse_category(raw)
         for raw in paper or []:
             check_doc_id_arg(raw, "--paper: ")
     except (ConfigError, ValueError) as exc:
@@ -216,3 +196,40 @@ def print_table(table: Any) -> None:
         return
     width = Measurement.get(console, console.options.update(width=1000), table).maximum
     Console(file=console.file, width=max(width, console.width), emoji=False, highlight=False).print(table)
+
+
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="PAPERSCOPE_SERVER",
+        help="Ask this running `paperscope serve` (URL) instead of opening the store; or PAPERSCOPE_SERVER.",
+    ),
+]
+
+
+@contextmanager
+def remote_client(url: str) -> Iterator[Remote]:
+    """A client of the server at `url`; its errors (unreachable, an error answer) end the command in one line."""
+    from .remote import Remote
+
+    try:
+        with Remote(url) as remote:
+            yield remote
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def build(model: type[M], **fields: Any) -> M:
+    """A request model of these options (None = not given), or the command ends with one line naming the field."""
+    from pydantic import ValidationError
+
+    from ..operations import validation_message
+
+    try:
+        return model.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        raise fail(validation_message(exc.errors())) from None

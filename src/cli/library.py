@@ -13,19 +13,21 @@ from rich.tree import Tree
 from .. import terminal
 from ..backend_logs import quiet_backend_loggers
 from ..errors import ConfigError, PaperscopeError
+from ..operations import matching_doc_ids
 from ..terminal import markup
 from .common import (
     NO_STRUCTURE,
     SHORT_ID,
     KbOption,
+    ServerOption,
     app,
     check_doc_id_arg,
     console,
     err_console,
     fail,
-    matching_doc_ids,
     open_kb,
     progress_bars,
+    remote_client,
     settings_for,
     warn_damaged,
     write_json,
@@ -129,13 +131,31 @@ def ingest(
     strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    server: ServerOption = None,
 ) -> None:
-    """Parse, chunk, embed and store papers; files already stored are skipped."""
+    """Parse, chunk, embed and store papers; files already stored are skipped.
+
+    With --server the files are uploaded to that `paperscope serve`, which ingests them one at a time.
+    """
     from ..rag.check import last_failed
     from ..rag.chunking import CHUNKERS
     from ..rag.ingest import IngestInterrupted, discover
     from ..rag.ingest import ingest as run_ingest
 
+    if server:
+        if force:
+            raise fail(ConfigError("--force cannot go through --server: the server ingests new bytes only"))
+        from .remote_ingest import ingest_remote
+
+        with remote_client(server) as remote:
+            uploaded = ingest_remote(remote, paths, kb, strategy, quiet=as_json)
+        if as_json:
+            write_json(uploaded.model_dump_json(indent=2))
+        else:
+            _print_ingest(uploaded, kb or "papers")
+        if uploaded.failed:
+            raise typer.Exit(code=1)
+        return
     settings = settings_for(kb, chunking={"strategy": strategy})
     if settings.chunking.strategy not in CHUNKERS:
         raise fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
@@ -271,57 +291,51 @@ def _say_interrupted(report: IngestReport, current: str | None) -> None:
 def papers(
     kb: KbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
+    server: ServerOption = None,
 ) -> None:
     """List the papers in a knowledge base."""
     from rich.table import Table
 
-    settings = settings_for(kb)
-    try:
-        with open_kb(settings) as store:
-            records = store.list_papers()
-            damaged = warn_damaged(store, records)
-    except PaperscopeError as exc:
-        raise fail(exc) from None
-    rows = [
-        {
-            "doc_id": r.doc_id,
-            "title": r.title,
-            "year": r.year,
-            "pages": r.pages,
-            "n_chunks": r.n_chunks,
-            # A paper listed as ready whose chunks are not all stored is "damaged" (see `check --repair`).
-            "status": "damaged" if r.doc_id in damaged else r.status,
-            "source": r.source,
-            "authors": r.authors,
-            # What people call it (short title, names it introduces, authors, ids): what paper location matches.
-            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
-        }
-        for r in records
-    ]
+    from ..operations import paper_rows
+
+    stored: dict[str, int] = {}
+    if server:
+        with remote_client(server) as remote:
+            rows = remote.papers(kb)
+        name = kb or "papers"
+    else:
+        settings = settings_for(kb)
+        try:
+            with open_kb(settings) as store:
+                records = store.list_papers()
+                stored = warn_damaged(store, records)
+        except PaperscopeError as exc:
+            raise fail(exc) from None
+        rows = paper_rows(records, stored)
+        name = settings.store.kb
     if as_json:
         write_json(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     if not rows:
-        console.print(
-            f"knowledge base {markup(repr(settings.store.kb))} holds no papers; add some with `paperscope ingest PATH`"
-        )
+        console.print(f"knowledge base {markup(repr(name))} holds no papers; add some with `paperscope ingest PATH`")
         return
-    table = Table(title=f"{len(rows)} papers in {markup(repr(settings.store.kb))}")
+    table = Table(title=f"{len(rows)} papers in {markup(repr(name))}")
     # A short doc_id (like a short git hash: `remove` takes any unambiguous prefix) leaves room for titles.
     table.add_column("doc_id", no_wrap=True)
     for col in ("year", "pages", "chunks"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("title", overflow="fold")
-    for r in records:
-        title = terminal.text(r.title)
-        if r.doc_id in damaged:
-            why = f"(damaged: {damaged[r.doc_id]} of {r.n_chunks} chunks stored; `paperscope check --repair`) "
+    for r in rows:
+        title = terminal.text(r["title"])
+        if r["status"] == "damaged":
+            count = f"{stored[r['doc_id']]} of {r['n_chunks']}" if r["doc_id"] in stored else "not all"
+            why = f"(damaged: {count} chunks stored; `paperscope check --repair`) "
             title = terminal.text(why, "red") + title
-        elif r.status == "broken":
+        elif r["status"] == "broken":
             title = terminal.text("(broken: no file holds it; ingest its file again or remove it) ", "red") + title
-        elif not r.ready:
-            title = terminal.text(f"({r.status}: ingest again to repair) ", "red") + title
-        table.add_row(r.doc_id[:SHORT_ID], str(r.year or ""), str(r.pages), str(r.n_chunks), title)
+        elif r["status"] != "ready":
+            title = terminal.text(f"({r['status']}: ingest again to repair) ", "red") + title
+        table.add_row(r["doc_id"][:SHORT_ID], str(r["year"] or ""), str(r["pages"]), str(r["n_chunks"]), title)
     console.print(table)
 
 
@@ -329,13 +343,19 @@ def papers(
 def remove(
     doc_id: Annotated[str, typer.Argument(help="A doc_id, or its first characters as `paperscope papers` shows.")],
     kb: KbOption = None,
+    server: ServerOption = None,
 ) -> None:
     """Remove a paper and all its chunks."""
-    settings = settings_for(kb)
     try:
         check_doc_id_arg(doc_id, "")
     except ConfigError as exc:
         raise fail(exc) from None
+    if server:
+        with remote_client(server) as remote:
+            removed = remote.remove(doc_id, kb)
+        console.print(f"removed {markup(repr(removed['title']))} ({removed['doc_id']}): {removed['chunks']} chunks")
+        return
+    settings = settings_for(kb)
     try:
         with open_kb(settings) as store:
             papers = {p.doc_id: p for p in store.list_papers(brief=True)}  # ready or not: a broken one goes too

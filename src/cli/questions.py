@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,7 +13,9 @@ from ..errors import ConfigError, PaperscopeError
 from ..terminal import markup
 from .common import (
     KbOption,
+    ServerOption,
     app,
+    build,
     check_scope,
     console,
     err_console,
@@ -23,7 +25,7 @@ from .common import (
     open_kb,
     print_table,
     progress_bars,
-    resolve_doc_ids,
+    remote_client,
     say_mode,
     settings_for,
     write_json,
@@ -47,29 +49,34 @@ def ask(
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
+    server: ServerOption = None,
 ) -> None:
     """Answer a question from the papers, with numbered sources.
 
     With an LLM configured the agent searches step by step; --no-agent, --paper, --section or --k run the
     single-shot path (explicit scopes are hard filters the agent could not be held to).
     """
-    from ..agent.searcher import AgenticSearcher
+    from ..operations import AskRequest, settings_request
+    from ..operations import answer as run_answer
 
-    settings = settings_for(kb)
-    check_scope(question, paper, section)
-    if no_agent or paper or section or k:
-        settings.agent.enable_agentic_rag = False
-    if not as_json:
-        say_mode(settings)
-    try:
-        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
-            if searcher.agentic:
-                answer = searcher.run(question)
-            else:
-                doc_ids = resolve_doc_ids(searcher.store, paper, settings.store.kb) if paper else None
-                answer = searcher.single_shot.answer(question, doc_ids=doc_ids, categories=section, k=k)
-    except (PaperscopeError, ValueError) as exc:
-        raise fail(exc) from None
+    # Through a server, the server checks the options (and nothing slow to import is loaded here).
+    check_scope(question, paper if not server else None, section if not server else None)
+    options = {"kb": kb, "paper": paper, "section": section, "k": k, "no_agent": no_agent}
+    if server:
+        with remote_client(server) as remote:
+            answer = remote.ask({"query": question, **options, "no_agent": no_agent or None})
+    else:
+        request = build(AskRequest, query=question, **options)
+        settings = settings_for(kb, **settings_request(request))
+        if no_agent or request.scoped:
+            settings.agent.enable_agentic_rag = False
+        if not as_json:
+            say_mode(settings)
+        try:
+            with open_kb(settings, warn=True) as store:
+                answer = run_answer(store, settings, request)
+        except (PaperscopeError, ValueError) as exc:
+            raise fail(exc) from None
     if answer.llm_error:
         llm_warning(f"{answer.llm_error}; answered without it")
     if as_json:
@@ -96,44 +103,52 @@ def retrieve(
     ] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to return.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the retrieval as JSON.")] = False,
+    server: ServerOption = None,
 ) -> None:
     """The ranked evidence for a question, without an answer: what ask would read, with citations and scores.
 
     Routed as ask routes it (one paper, the field, or none); --paper searches only that paper (several are
     compared), --section only those sections.
     """
-    from ..agent.llm import make_chat_model
-    from ..rag.engine import Engine
-    from ..rag.filters import SearchFilter
+    from ..operations import RetrieveRequest, settings_request
+    from ..operations import retrieve as run_retrieve
 
-    settings = settings_for(kb, retrieval={"retriever": retriever, "rerank": rerank, "k": k})
-    check_scope(question, paper, section)
-    try:
-        with open_kb(settings, warn=True) as store:
-            doc_ids = resolve_doc_ids(store, paper, settings.store.kb) if paper else None
-            chat_model = make_chat_model(settings.llm) if settings.retrieval.rerank == "llm" else None
-            if settings.retrieval.rerank == "llm" and chat_model is None:
-                raise ConfigError("--rerank llm needs a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
-            engine = Engine(store, settings, chat_model)
-            scope = SearchFilter(doc_ids=doc_ids, categories=section or None)
-            found = engine.retrieve(question, scope, settings.retrieval.k)
-    except (PaperscopeError, ValueError) as exc:
-        raise fail(exc) from None
+    check_scope(question, paper if not server else None, section if not server else None)
+    options = {"kb": kb, "paper": paper, "section": section, "retriever": retriever, "rerank": rerank, "k": k}
+    if server:
+        with remote_client(server) as remote:
+            found = remote.retrieve({"query": question, **options})
+    else:
+        request = build(RetrieveRequest, query=question, **options)
+        settings = settings_for(kb, **settings_request(request))
+        try:
+            with open_kb(settings, warn=True) as store:
+                found = run_retrieve(store, settings, request).response()
+        except (PaperscopeError, ValueError) as exc:
+            raise fail(exc) from None
     if as_json:
-        write_json(json.dumps(found.response(), ensure_ascii=False, indent=2))
+        write_json(json.dumps(found, ensure_ascii=False, indent=2))
         return
+    _print_retrieval(found)
+
+
+def _print_retrieval(found: dict[str, Any]) -> None:
+    """The retrieve JSON (local or from a server) as the terminal shows it."""
     from ..chat import pages_label
 
-    console.print(f"[bold]Track {found.track}[/bold] · {len(found.chunks)} passages · {markup(found.models.retriever)}")
-    for n, hit in enumerate(found.hits, start=1):
-        score = f"{hit.score:.3f}" if hit.score is not None else "-"
-        where = f"{hit.section_title} ({hit.section_category}), {pages_label((hit.page, hit.page_end))}"
+    hits = found.get("hits", [])
+    retriever = (found.get("models") or {}).get("retriever") or "-"
+    console.print(f"[bold]Track {markup(found.get('track', '?'))}[/bold] · {len(hits)} passages · {markup(retriever)}")
+    for n, hit in enumerate(hits, start=1):
+        score = f"{hit['score']:.3f}" if hit.get("score") is not None else "-"
+        pages = pages_label((hit["page"], hit["page_end"]))
+        where = f"{hit['section_title']} ({hit['section_category']}), {pages}"
         console.print(
-            terminal.text(f"[{n}] {hit.citation}  score {score}  {hit.title} · {where}", "bold"), soft_wrap=True
+            terminal.text(f"[{n}] {hit['citation']}  score {score}  {hit['title']} · {where}", "bold"), soft_wrap=True
         )
-        flat = " ".join(hit.text.split())
+        flat = " ".join(str(hit["text"]).split())
         console.print(terminal.text(flat if len(flat) <= 400 else flat[:399] + "…"), soft_wrap=True)
-    for note in found.notes:
+    for note in found.get("notes", []):
         console.print(f"[yellow]note:[/yellow] {markup(note)}", soft_wrap=True)
 
 
@@ -143,10 +158,21 @@ def chat(
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
+    server: ServerOption = None,
 ) -> None:
     """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers."""
-    from ..agent.searcher import AgenticSearcher
     from ..chat import chat_loop
+
+    if server:
+        from .remote import RemoteRunner
+
+        with remote_client(server) as remote:
+            try:
+                chat_loop(RemoteRunner(remote, kb, no_agent), console, mode=f"via {server}")
+            except PaperscopeError as exc:
+                raise fail(exc) from None
+        return
+    from ..agent.searcher import AgenticSearcher
 
     settings = settings_for(kb)
     if no_agent:

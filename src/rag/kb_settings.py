@@ -42,6 +42,8 @@ def not_per_kb(name: str) -> str | None:
     """Why setting `name` cannot be one of a kb's own settings, or None when it can."""
     if name == "home" or name.startswith("store."):
         return "it says where the knowledge base is, so it cannot be kept in it"
+    if name.startswith("service."):
+        return "it belongs to the server (`paperscope serve`), which serves every knowledge base"
     if name == "llm.api_key":
         return "a secret is not stored in the knowledge base: set it in config.toml or OPENAI_API_KEY"
     if name in FIXED:

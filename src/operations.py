@@ -1,0 +1,271 @@
+"""What the CLI and the HTTP service both do over an open store: retrieve, answer, list the papers.
+
+A request's options (`RetrieveRequest`, `AskRequest`: pydantic models, an unknown option refused) become the
+request settings layer in one place (`settings_request`), so `paperscope retrieve Q --k 3` and `POST /v1/retrieve
+{"query": Q, "k": 3}` build the same Settings (request > knowledge base > user file > environment > defaults) and
+`retrieve` / `answer` run them the same way; `paper_rows` is the list `papers --json` prints and `GET
+/v1/documents` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .config import KB_PATTERN, RetrievalSettings
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .agent.answer import Answer, TraceStep
+    from .agent.pipeline import Progress
+    from .config import Settings
+    from .rag.retrieval import Retrieval
+    from .rag.store import PaperRecord, PaperStore
+
+MIN_PREFIX = 4  # doc_id characters a prefix needs, like a short git hash
+MAX_QUERY_CHARS = 4000
+
+
+class UnknownPaper(ConfigError):
+    """A doc_id (or prefix) that names no paper of the knowledge base, or several."""
+
+
+def check_doc_id(given: str, option: str = "") -> str:
+    """A doc_id or prefix as typed: well formed and at least MIN_PREFIX characters; ConfigError else.
+
+    `option` starts the message ("--paper: "), naming where the value was given.
+    """
+    from .rag.filters import validate_doc_id
+
+    try:
+        validate_doc_id(given)
+    except ValueError as exc:
+        raise ConfigError(f"{option}{exc}") from None
+    if len(given) < MIN_PREFIX:
+        raise ConfigError(
+            f"{option}doc_id prefix {given!r} is too short: give at least {MIN_PREFIX} characters "
+            "(see `paperscope papers`)"
+        )
+    return given
+
+
+def matching_doc_ids(doc_ids: Iterable[str], given: str) -> list[str]:
+    """The doc_id equal to `given`, else those it is a prefix of (4+ characters, like a short git hash)."""
+    doc_ids = list(doc_ids)
+    if given in doc_ids:
+        return [given]
+    return [d for d in doc_ids if len(given) >= MIN_PREFIX and d.startswith(given)]
+
+
+def resolve_papers(store: PaperStore, given: Sequence[str], kb: str, option: str = "--paper") -> list[str]:
+    """Full doc_ids of ready papers for the doc_ids or unambiguous prefixes given; UnknownPaper else."""
+    papers = [p.doc_id for p in store.list_papers(brief=True) if p.ready]
+    out = []
+    for raw in given:
+        check_doc_id(raw, f"{option}: ")
+        matches = matching_doc_ids(papers, raw)
+        if len(matches) != 1:
+            problem = "matches several papers" if matches else f"is not a paper in knowledge base {kb!r}"
+            raise UnknownPaper(f"{option} {raw} {problem} (see `paperscope papers`)")
+        out.append(matches[0])
+    return out
+
+
+def validation_message(errors: Sequence[Any]) -> str:
+    """Pydantic's errors as one line naming each field at fault: `k: Input should be less than or equal to 50`."""
+    parts: list[str] = []
+    for error in list(errors)[:3]:
+        loc = [str(p) for p in error.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path", "header", "cookie"):  # where FastAPI found it
+            loc = loc[1:]
+        field = ".".join(loc) or "body"
+        if error.get("type") == "extra_forbidden":
+            parts.append(f"unknown option {field!r}")
+            continue
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        if error.get("type") == "missing":
+            message = "required"
+        parts.append(f"{field}: {message}")
+    more = len(errors) - len(parts)
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+# --- the options of a question -------------------------------------------------------------------------------
+
+
+class QueryOptions(BaseModel):
+    """What a retrieve or a question may say besides the question itself; every field optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kb: str | None = Field(None, pattern=KB_PATTERN, description="Knowledge base (default: the server's --kb).")
+    k: int | None = Field(None, ge=1, le=50, description="Passages to return or draw on (default retrieval.k).")
+    paper: list[str] | None = Field(
+        None, max_length=50, description="Only these papers: doc_ids or prefixes of 4+ characters; several compared."
+    )
+    section: list[str] | None = Field(
+        None, max_length=10, description="Only these section categories, e.g. METHOD, EVALUATION."
+    )
+    retriever: str | None = Field(
+        None, max_length=200, description="bm25, dense, hybrid[:weighted], ensemble:..., parent_document."
+    )
+    rerank: str | None = Field(
+        None, max_length=500, description="cross-encoder:<path>, an http(s)://.../rerank endpoint, or llm."
+    )
+    transform: list[str] | None = Field(
+        None, max_length=10, description="Query transforms by name (see `paperscope operators`)."
+    )
+
+    @field_validator("paper")
+    @classmethod
+    def _papers(cls, value: list[str] | None) -> list[str] | None:
+        for raw in value or []:
+            try:
+                check_doc_id(raw)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("section")
+    @classmethod
+    def _sections(cls, value: list[str] | None) -> list[str] | None:
+        from .rag.filters import parse_category
+
+        return [parse_category(raw).name for raw in value] if value else value
+
+    @field_validator("transform")
+    @classmethod
+    def _transforms(cls, value: list[str] | None) -> list[str] | None:
+        from .rag import engine  # noqa: F401  (registers the transforms)
+        from .rag.registry import get
+
+        for name in value or []:
+            try:
+                get("transform", name)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @property
+    def scoped(self) -> bool:
+        """True when the request fixes papers, sections or k: hard limits only the single-shot path keeps."""
+        return bool(self.paper or self.section or self.k)
+
+
+def _question(value: str) -> str:
+    from .rag.question import check_question
+
+    return check_question(value)
+
+
+class RetrieveRequest(QueryOptions):
+    """`paperscope retrieve` and POST /v1/retrieve."""
+
+    query: str = Field(max_length=MAX_QUERY_CHARS, description="The question.")
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return _question(value)
+
+
+class AskRequest(QueryOptions):
+    """`paperscope ask` and a question of POST /v1/chat."""
+
+    query: str = Field(max_length=MAX_QUERY_CHARS, description="The question.")
+    no_agent: bool = Field(False, description="Single-shot retrieval even when an LLM is configured.")
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return _question(value)
+
+
+def settings_request(options: QueryOptions) -> dict[str, Any]:
+    """The request settings layer of these options (None = not given), for `load_layers(request=...)`."""
+    retrieval: dict[str, Any] = {"k": options.k, "retriever": options.retriever, "rerank": options.rerank}
+    if options.transform and "transforms" in RetrievalSettings.model_fields:
+        retrieval["transforms"] = options.transform  # the engine's transform setting, where it has one
+    return {"store": {"kb": options.kb}, "retrieval": retrieval}
+
+
+# --- running them --------------------------------------------------------------------------------------------
+
+
+def retrieve(store: PaperStore, settings: Settings, request: RetrieveRequest) -> Retrieval:
+    """The ranked evidence for a question, routed as `ask` routes it (`paperscope retrieve`, POST /v1/retrieve)."""
+    from .agent.llm import make_chat_model
+    from .rag.engine import Engine
+    from .rag.filters import SearchFilter
+
+    doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
+    chat_model = make_chat_model(settings.llm) if settings.retrieval.rerank == "llm" else None
+    if settings.retrieval.rerank == "llm" and chat_model is None:
+        raise ConfigError("--rerank llm needs a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
+    engine = Engine(store, settings, chat_model)
+    scope = SearchFilter(doc_ids=doc_ids, categories=request.section or None)
+    return engine.retrieve(request.query, scope, settings.retrieval.k)
+
+
+def answer(
+    store: PaperStore,
+    settings: Settings,
+    request: AskRequest,
+    *,
+    history: Sequence[Answer] | None = None,
+    on_token: Callable[[str], None] | None = None,
+    on_step: Callable[[TraceStep], None] | None = None,
+    on_progress: Progress | None = None,
+) -> Answer:
+    """Answer a question: the agent when an LLM is configured, unless the request is single-shot (`no_agent`,
+    or papers, sections or k fixed: hard limits the agent could not be held to).
+
+    `on_token` receives the answer text as it is written, `on_step` each tool call of the agent as it ends,
+    `on_progress` (stage, detail) of the single-shot path.
+    """
+    from .agent.searcher import AgenticSearcher
+
+    single = request.no_agent or request.scoped
+    with AgenticSearcher(
+        store, settings=settings, enable_agentic_rag=False if single else None, on_step=on_step
+    ) as searcher:
+        if searcher.agentic:
+            if on_progress is not None:
+                on_progress("searching", f"the agent searches with {settings.llm.model}")
+            return searcher.run(request.query, history=history, on_token=on_token)
+        doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
+        return searcher.single_shot.answer(
+            request.query,
+            doc_ids=doc_ids,
+            categories=request.section,
+            k=request.k,
+            history=history,
+            on_token=on_token,
+            on_progress=on_progress,
+        )
+
+
+# --- the papers list -----------------------------------------------------------------------------------------
+
+
+def paper_rows(records: Iterable[PaperRecord], damaged: Mapping[str, int]) -> list[dict[str, Any]]:
+    """The papers as `paperscope papers --json` lists them; `damaged`: {doc_id: chunks stored} of papers listed as
+    ready whose chunks are not all stored (their status says "damaged")."""
+    return [
+        {
+            "doc_id": r.doc_id,
+            "title": r.title,
+            "year": r.year,
+            "pages": r.pages,
+            "n_chunks": r.n_chunks,
+            # A paper listed as ready whose chunks are not all stored is "damaged" (see `check --repair`).
+            "status": "damaged" if r.doc_id in damaged else r.status,
+            "source": r.source,
+            "authors": r.authors,
+            # What people call it (short title, names it introduces, authors, ids): what paper location matches.
+            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
+        }
+        for r in records
+    ]

@@ -1,0 +1,1 @@
+"""The server's routes by resource: health, documents and jobs, questions."""
