@@ -8,12 +8,16 @@ that is not ready (see base.py); reads of the catalogue show every paper with it
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 
 from ...parser.models import SectionCategory
-from ..filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
-from .base import CONSISTENCY, StoreBase
-from .records import SHA256, PaperRecord, StoredChunk, to_chunk, to_paper
+from ..filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
+from .base import CONSISTENCY, StoreBase, key_in
+from .records import SHA256, PaperRecord, StoredChunk, chunk_row_id, to_chunk, to_paper
 from .schema import BRIEF_OUT, CHUNK_OUT, PAPER_OUT
+
+# Body chunks read at a time when a section is looked for from the start of a paper (`get_section`).
+SECTION_BATCH = 12
 
 
 def _kind_expr(kind: str | None) -> str:
@@ -49,10 +53,23 @@ class ReadsMixin(StoreBase):
             raise ValueError(f"chunk indexes must be >= 0 and at most 1000 of them, got {len(wanted)}")
         if not self._is_ready(doc_id, "reading a context window"):
             return []
-        expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', int_in("chunk_index", wanted))
-        with self._failing("reading a context window", doc_id):
-            rows = self._query(self.chunks_name, expr, CHUNK_OUT)
-        return sorted((to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
+        return self._body_chunks(doc_id, wanted, "reading a context window")
+
+    def _body_chunks(self, doc_id: str, wanted: Sequence[int], what: str) -> list[StoredChunk]:
+        """Body chunks of a paper by chunk_index, in order, read by their primary keys (a function of doc_id, kind
+        and chunk_index: `chunk_row_id`), which Milvus Lite answers without scanning the collection."""
+        ids = [chunk_row_id(doc_id, "chunk", i) for i in wanted]
+        with self._failing(what, doc_id):
+            rows = self._client.query(
+                self.chunks_name,
+                filter=key_in("id", ids),
+                output_fields=CHUNK_OUT,
+                limit=len(ids),
+                consistency_level=CONSISTENCY,
+            )
+        asked = set(wanted)
+        chunks = [to_chunk(r) for r in rows if r.get("doc_id") == doc_id and r.get("kind") == "chunk"]
+        return sorted((c for c in chunks if c.chunk_index in asked), key=lambda c: c.chunk_index)
 
     def get_section(self, doc_id: str, category: SectionCategory | str | int, max_tokens: int) -> list[StoredChunk]:
         """A ready paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
@@ -63,10 +80,46 @@ class ReadsMixin(StoreBase):
         cat = parse_category(category)
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        if not self._is_ready(doc_id, f"reading the {cat.name} section"):
+        what = f"reading the {cat.name} section"
+        with self._failing(what, doc_id):
+            rows = self._client.query(
+                self.papers_name,
+                filter=key_in("doc_id", [doc_id]),
+                output_fields=["doc_id", "status", "n_chunks", "sections"],
+                limit=1,
+                consistency_level=CONSISTENCY,
+            )
+        paper = to_paper(rows[0]) if rows else None
+        if paper is None or not paper.ready:
             return []
+        runs = [c for c, _ in groupby(s.category for s in paper.sections)].count(cat)
+        if runs != 1:
+            return self._section_by_filter(doc_id, cat, max_tokens, what)
+        # One run of sections of this category (the Abstract, the Introduction): its chunks follow each other, so
+        # they are read in order by primary key, a batch at a time, until the run ends or the budget is spent. A
+        # run the first batch does not reach is found with a filter instead (a scan of the collection on Lite).
+        out: list[StoredChunk] = []
+        used = 0
+        count = self.embedder.token_counter.count
+        for start in range(0, max(paper.n_chunks, 1), SECTION_BATCH):
+            batch = self._body_chunks(doc_id, range(start, start + SECTION_BATCH), what)
+            if start == 0 and not any(c.section_category == cat for c in batch):
+                return self._section_by_filter(doc_id, cat, max_tokens, what)
+            for chunk in batch:
+                if chunk.section_category != cat:
+                    if out:
+                        return out  # the run has ended
+                    continue
+                n = count(chunk.text)
+                if out and used + n > max_tokens:
+                    return out
+                out.append(chunk)
+                used += n
+        return out
+
+    def _section_by_filter(self, doc_id: str, cat: SectionCategory, max_tokens: int, what: str) -> list[StoredChunk]:
         expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', f"section_category == {int(cat)}")
-        with self._failing(f"reading the {cat.name} section", doc_id):
+        with self._failing(what, doc_id):
             rows = self._query(self.chunks_name, expr, CHUNK_OUT)
         out: list[StoredChunk] = []
         used = 0
@@ -142,7 +195,7 @@ class ReadsMixin(StoreBase):
         with self._failing("reading the paper", doc_id):
             rows = self._client.query(
                 self.papers_name,
-                filter=f"doc_id == {quote_string(doc_id)}",
+                filter=key_in("doc_id", [doc_id]),
                 output_fields=PAPER_OUT,
                 limit=1,
                 consistency_level=CONSISTENCY,
