@@ -53,8 +53,6 @@ def ask(
     With an LLM configured the agent searches step by step; --no-agent, --paper, --section or --k run the
     single-shot path (explicit scopes are hard filters the agent could not be held to).
     """
-    from ..agent.searcher import AgenticSearcher
-
     settings = settings_for(kb)
     check_scope(question, paper, section)
     if no_agent or paper or section or k:
@@ -62,12 +60,18 @@ def ask(
     if not as_json:
         say_mode(settings)
     try:
-        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
-            if searcher.agentic:
-                answer = searcher.run(question)
+        with open_kb(settings, warn=True) as store:
+            if settings.agent.enable_agentic_rag and settings.llm.model:
+                from ..agent.searcher import AgenticSearcher  # the agent's graph is imported only when it runs
+
+                answer = AgenticSearcher(store, settings=settings).run(question)
             else:
-                doc_ids = resolve_doc_ids(searcher.store, paper, settings.store.kb) if paper else None
-                answer = searcher.single_shot.answer(question, doc_ids=doc_ids, categories=section, k=k)
+                from ..agent.llm import make_chat_model
+                from ..agent.pipeline import Searcher
+
+                searcher = Searcher(store, settings, make_chat_model(settings.llm))
+                doc_ids = resolve_doc_ids(store, paper, settings.store.kb) if paper else None
+                answer = searcher.answer(question, doc_ids=doc_ids, categories=section, k=k)
     except (PaperscopeError, ValueError) as exc:
         raise fail(exc) from None
     if answer.llm_error:
@@ -188,7 +192,7 @@ def evaluate(
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise fail(exc) from None
-    from ..agent.llm import BoundedChatOpenAI
+    from ..agent.bounded import BoundedChatOpenAI
 
     bars = progress_bars(quiet=as_json)
     try:
