@@ -28,7 +28,7 @@ from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values
 from .registry import RunLog, register
 from .rerank import Reranker, parse_rerank_spec, rerank
 from .retrieval import Models, Retrieval, Track
-from .retrievers import Retriever, make_retriever
+from .retrievers import Retriever, embeds_queries, make_retriever
 from .route import Intent, Route, RuleRouter
 from .store import Catalogue, PaperRecord, PaperStore, StoredChunk
 
@@ -76,13 +76,19 @@ class Engine:
             return self._catalogue_locator(self.store.catalogue())
         key = tuple(sorted(f"{p.doc_id}:{p.ingested_at}" for p in papers))
         if self._locator is None or self._locator[0] != key:
-            self._locator = (key, PaperLocator(self.store, papers))
+            self._locator = (key, PaperLocator(self.store, papers, dense=self.embeds_questions))
         return self._locator[1]
+
+    @property
+    def embeds_questions(self) -> bool:
+        """True when the retriever embeds questions (dense, hybrid): only then does the paper locator too, so a
+        BM25 question never loads the embedding model."""
+        return embeds_queries(self.retriever)
 
     def _catalogue_locator(self, catalogue: Catalogue) -> PaperLocator:
         """The locator over the ready papers of `catalogue`, built once per catalogue version."""
         if self._located is None or self._located[0] is not catalogue:
-            self._located = (catalogue, PaperLocator(self.store, catalogue.ready))
+            self._located = (catalogue, PaperLocator(self.store, catalogue.ready, dense=self.embeds_questions))
         return self._located[1]
 
     def models(self) -> Models:
@@ -98,7 +104,7 @@ class Engine:
         waiting = self.store.catalogue().waiting
         if not waiting:
             return None
-        doc_id = PaperLocator(self.store, waiting).locate(query).doc_id
+        doc_id = PaperLocator(self.store, waiting, dense=self.embeds_questions).locate(query).doc_id
         return next((p for p in waiting if p.doc_id == doc_id), None)
 
     # --- the whole plan: route, then one paper or the field -----------------------------------------------

@@ -4,7 +4,8 @@ Every paper is scored against the question from three views:
 - its aliases (title, short title, names it introduces, author surnames, ids; rag/identity.py) found in the
   question as phrases, each weighed by how many papers share it;
 - BM25 over its title, aliases and abstract (the catalogue's `search_text`);
-- the embedding of its title and abstract.
+- the embedding of its title and abstract, when the retriever embeds questions anyway (`dense`): with BM25 alone
+  the view added nothing on the dev questions, and embedding a question costs loading the model.
 One paper is *located* when it stands out from the rest by a margin (calibrated on ../shared/devset). The
 question's own wording says whether it refers to one paper ("the X paper", "in 'Title'", "X's", "这篇") or
 surveys the field ("which papers ...", "哪些论文"); a question that refers to one paper when none stands out
@@ -172,8 +173,10 @@ class _AliasIndex:
 class PaperLocator:
     """Scores the papers of a catalogue against questions (build once per catalogue)."""
 
-    def __init__(self, store: PaperStore, papers: Sequence[PaperRecord]) -> None:
+    def __init__(self, store: PaperStore, papers: Sequence[PaperRecord], *, dense: bool = True) -> None:
+        """`dense`: score papers by the embedding of the question too (see the module docstring)."""
         self.store = store
+        self.dense = dense
         self.papers = {p.doc_id: p for p in papers}
         share = Counter(a.text.casefold() for p in papers for a in {x.text: x for x in p.aliases}.values())
         self.aliases: list[_Alias] = []
@@ -216,7 +219,7 @@ class PaperLocator:
             for c in cands.values():
                 # Relative to the best paper, and shrunk when even the best is a chance match.
                 c.lexical = (c.bm25 / best) * min(1.0, best / BM25_FLOOR) if best else 0.0
-            for p in self.store.search_papers(query, k=k):
+            for p in self.store.search_papers(query, k=k) if self.dense else []:
                 if p.doc_id in self.papers and p.score is not None:
                     cand(p.doc_id).dense = max(0.0, (p.score - DENSE_FLOOR) / (1 - DENSE_FLOOR))
         words = set(content_words(text))
