@@ -270,6 +270,8 @@ def _trace(console: Console, answers: list[Answer]) -> None:
         table.add_column("s", justify="right", no_wrap=True)
         table.add_column("observation", overflow="fold")
         table.add_column("error", no_wrap=True)
+        from .agent.tools import shorten  # the agent's tools (and langgraph) only for a trace that has steps
+
         for i, step in enumerate(last.trace, start=1):
             args = json.dumps(step.args, ensure_ascii=False, separators=(",", ":"), default=str)
             table.add_row(

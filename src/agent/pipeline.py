@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..parser.models import SectionCategory
@@ -23,6 +22,9 @@ from ..rag.store import PaperRecord, PaperStore, StoredChunk
 from .answer import Answer
 from .llm import make_chat_model, question_scope
 from .router import LLMRouter
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 __all__ = ["Progress", "Searcher"]
 

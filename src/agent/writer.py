@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
-
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import LLMError
 from ..prompts import load_prompt
@@ -28,6 +25,9 @@ from .citations import CitationStream, Grounded, ground, grounding_notes
 from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
 from .llm import as_llm_error, model_error, model_name
 from .textcalls import looks_like_a_call
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 Mode = Literal["agent", "single-shot", "fallback"]
 
@@ -165,6 +165,8 @@ class AnswerWriter:
     ) -> tuple[str, bool]:
         """The model's answer from the context, and whether it was cut at max_tokens; an LLMError when the model
         fails or writes no answer."""
+        from langchain_core.messages import HumanMessage
+
         messages = [HumanMessage(content=load_prompt("answer").format(context=context, question=query))]
         try:
             if on_token is None:

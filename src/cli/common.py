@@ -49,11 +49,19 @@ class _Warnings(logging.Handler):
 
 
 @app.callback()
-def _root() -> None:
+def _root(ctx: typer.Context) -> None:
     """paperscope: parse papers, store them in Milvus, ask questions."""
     log = logging.getLogger("paperscope")
     if not any(isinstance(h, _Warnings) for h in log.handlers):
         log.addHandler(_Warnings(logging.WARNING))
+    ctx.call_on_close(_release_warm)  # a Lite server kept for a store the command never opened stops with it
+
+
+def _release_warm() -> None:
+    # Only when the store package was imported at all: importing it here would cost pymilvus' import.
+    connection = sys.modules.get(__name__.rsplit(".", 2)[0] + ".rag.store.connection")
+    if connection is not None:
+        connection.release_warm()
 
 
 def fail(exc: Exception | str) -> typer.Exit:
@@ -138,7 +146,9 @@ def settings_for(kb: str | None, *, store_optional: bool = False, **parts: dict[
 
     quiet_backend_loggers()
     try:
-        return load_kb_layers({"store": {"kb": kb}, **parts}, ignore_store_errors=store_optional).settings
+        # Commands open the store right after: the Milvus Lite server started to read the kb's settings serves it.
+        layered = load_kb_layers({"store": {"kb": kb}, **parts}, ignore_store_errors=store_optional, keep_warm=True)
+        return layered.settings
     except PaperscopeError as exc:
         raise fail(exc) from None
 

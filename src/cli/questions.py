@@ -214,7 +214,7 @@ def evaluate(
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise fail(exc) from None
-    from ..agent.llm import BoundedChatOpenAI
+    from ..agent.bounded import BoundedChatOpenAI
 
     bars = progress_bars(quiet=as_json)
     try:

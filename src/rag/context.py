@@ -18,7 +18,6 @@ from .store import PaperStore, StoredChunk
 from .tokens import TokenCounter
 
 # get_body_chunks reads at most this many chunk indexes at once.
-_MAX_FETCH = 1000
 
 
 class Evidence(BaseModel):
@@ -113,13 +112,9 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-def _fetch(store: PaperStore, doc_id: str, spans: list[tuple[int, int]]) -> list[StoredChunk]:
-    """Body chunks of a paper inside the spans (lo..hi each): one read per 1000 chunks, not one per window."""
-    wanted = [i for lo, hi in spans for i in range(lo, hi + 1)]
-    out: list[StoredChunk] = []
-    for start in range(0, len(wanted), _MAX_FETCH):
-        out.extend(store.get_body_chunks(doc_id, wanted[start : start + _MAX_FETCH]))
-    return out
+def _fetch(store: PaperStore, spans: dict[str, list[tuple[int, int]]]) -> dict[str, list[StoredChunk]]:
+    """Body chunks of each paper inside its spans (lo..hi each): the windows of every paper in one read."""
+    return store.get_windows({d: [i for lo, hi in s for i in range(lo, hi + 1)] for d, s in spans.items()})
 
 
 def _runs(chunks: list[StoredChunk]) -> Iterator[list[StoredChunk]]:
@@ -255,9 +250,11 @@ def _expand(
         by_paper.setdefault(doc_id, []).append(index)
 
     spans: list[Evidence] = []
+    merged = {d: _merge([(max(0, i - window), i + window) for i in indexes]) for d, indexes in by_paper.items()}
+    fetched_of = _fetch(store, merged) if merged else {}
     for doc_id, indexes in by_paper.items():
-        spans_of_paper = _merge([(max(0, i - window), i + window) for i in indexes])
-        fetched = _fetch(store, doc_id, spans_of_paper)
+        spans_of_paper = merged[doc_id]
+        fetched = fetched_of.get(doc_id, [])
         for lo, hi in spans_of_paper:
             chunks = {c.chunk_index: c for c in fetched if lo <= c.chunk_index <= hi}
             # The hit objects stand in for their rows: they carry the scores (and survive a missing row).
@@ -295,8 +292,16 @@ def expand_windows(
 
 def introduction(store: PaperStore, doc_id: str, max_tokens: int = 500) -> list[StoredChunk]:
     """The paper's Introduction chunks up to `max_tokens` (the first always), else its Abstract, else []."""
-    chunks = store.get_section(doc_id, SectionCategory.INTRODUCTION, max_tokens)
-    return chunks or store.get_section(doc_id, SectionCategory.ABSTRACT, max_tokens)
+    return introductions(store, [doc_id], max_tokens).get(doc_id, [])
+
+
+def introductions(store: PaperStore, doc_ids: Sequence[str], max_tokens: int = 500) -> dict[str, list[StoredChunk]]:
+    """`introduction` of several papers, read together ({doc_id: chunks})."""
+    found = store.get_sections(doc_ids, SectionCategory.INTRODUCTION, max_tokens)
+    lacking = [d for d in doc_ids if not found.get(d)]
+    if lacking:
+        found.update({d: c for d, c in store.get_sections(lacking, SectionCategory.ABSTRACT, max_tokens).items() if c})
+    return {d: found.get(d, []) for d in doc_ids}
 
 
 def assemble(
@@ -328,11 +333,12 @@ def assemble(
     for e in _expand(store, hits, window, token_budget, None, papers):
         grouped.setdefault(e.doc_id, []).append(e)
     out: list[PaperContext] = []
+    intros = introductions(store, list(grouped), intro_tokens) if with_introduction and grouped else {}
     for doc_id, evidence in grouped.items():
         intro: list[StoredChunk] = []
         if with_introduction:
             seen = {c.chunk_index for e in evidence for c in e.chunks}
-            intro = [c for c in introduction(store, doc_id, intro_tokens) if c.chunk_index not in seen]
+            intro = [c for c in intros.get(doc_id, []) if c.chunk_index not in seen]
         first = evidence[0]
         out.append(
             PaperContext(doc_id=doc_id, title=first.title, year=first.year, introduction=intro, evidence=evidence)

@@ -14,8 +14,7 @@ Every step is a registered operator (registry.py): the retriever, the query tran
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..parser.models import SectionCategory
@@ -30,9 +29,12 @@ from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values
 from .registry import RunLog, register
 from .rerank import Reranker, parse_rerank_spec, rerank
 from .retrieval import Models, Retrieval, Track
-from .retrievers import Retriever, make_retriever
+from .retrievers import Retriever, embeds_queries, make_retriever
 from .route import Intent, Route, RuleRouter
-from .store import PaperRecord, PaperStore, StoredChunk
+from .store import Catalogue, PaperRecord, PaperStore, StoredChunk
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 register("transform", "glossary", summary="Chinese research vocabulary in English, for BM25 over English papers "
          "(no model; always on for questions in Chinese).")(expand)
@@ -58,20 +60,34 @@ class Engine:
         if r.rerank:
             self.reranker = parse_rerank_spec(r.rerank, chat_model, timeout=self.settings.llm.timeout)
         self._locator: tuple[tuple[str, ...], PaperLocator] | None = None
+        self._located: tuple[Catalogue, PaperLocator] | None = None  # the catalogue's own locator
 
     # --- the catalogue ---------------------------------------------------------------------------------------
 
     def papers(self) -> list[PaperRecord]:
-        """Ready papers of the knowledge base (a brief catalogue read)."""
-        return [p for p in self.store.list_papers(brief=True) if p.ready]
+        """Ready papers of the knowledge base (the store's cached catalogue, read again only when it changed)."""
+        return list(self.store.catalogue().ready)
 
     def locator(self, papers: Sequence[PaperRecord] | None = None) -> PaperLocator:
-        """The paper locator for `papers` (read when not given), rebuilt only when the catalogue changes."""
-        papers = self.papers() if papers is None else papers
+        """The paper locator for `papers` (default: the ready catalogue), rebuilt only when the catalogue changes."""
+        if papers is None:
+            return self._catalogue_locator(self.store.catalogue())
         key = tuple(sorted(f"{p.doc_id}:{p.ingested_at}" for p in papers))
         if self._locator is None or self._locator[0] != key:
-            self._locator = (key, PaperLocator(self.store, papers))
+            self._locator = (key, PaperLocator(self.store, papers, dense=self.embeds_questions))
         return self._locator[1]
+
+    @property
+    def embeds_questions(self) -> bool:
+        """True when the retriever embeds questions (dense, hybrid): only then does the paper locator too, so a
+        BM25 question never loads the embedding model."""
+        return embeds_queries(self.retriever)
+
+    def _catalogue_locator(self, catalogue: Catalogue) -> PaperLocator:
+        """The locator over the ready papers of `catalogue`, built once per catalogue version."""
+        if self._located is None or self._located[0] is not catalogue:
+            self._located = (catalogue, PaperLocator(self.store, catalogue.ready, dense=self.embeds_questions))
+        return self._located[1]
 
     def models(self) -> Models:
         """The embedding model and retriever behind every response (the caller adds its chat model)."""
@@ -83,10 +99,10 @@ class Engine:
 
     def waiting_for_repair(self, query: str) -> PaperRecord | None:
         """The paper a question names among those the knowledge base holds but hides (not ready), if one fits."""
-        waiting = [p for p in self.store.list_papers(brief=True) if not p.ready]
+        waiting = self.store.catalogue().waiting
         if not waiting:
             return None
-        doc_id = PaperLocator(self.store, waiting).locate(query).doc_id
+        doc_id = PaperLocator(self.store, waiting, dense=self.embeds_questions).locate(query).doc_id
         return next((p for p in waiting if p.doc_id == doc_id), None)
 
     # --- the whole plan: route, then one paper or the field -----------------------------------------------
@@ -110,10 +126,10 @@ class Engine:
         scope = scope or SearchFilter()
         k = k or self.settings.retrieval.k
         log = RunLog()
-        catalogue = self.papers()
+        catalogue = self.store.catalogue()
         with log.run("transform", "glossary"):
             asked = expand(query)  # Chinese research vocabulary in English, for BM25 over English papers
-        locator = self.locator(catalogue)
+        locator = self._catalogue_locator(catalogue)
         with log.run("router", "rules" if route is None else route.source) as info:
             # One location serves the route, the words that named the paper and the survey's paper ranking.
             location = locator.locate(asked)
@@ -170,7 +186,7 @@ class Engine:
             route=route,
             doc_ids=found,
             notes=notes,
-            n_papers=len(catalogue),
+            n_papers=len(catalogue.ready),
             models=self.models(),
             operators=log.runs,
         )

@@ -40,8 +40,6 @@ from pydantic import BaseModel, Field
 
 from ..config import Settings
 from ..errors import PaperscopeError, ParseError
-from ..parser import parse_file
-from ..parser.files import SUPPORTED
 from .chunking import ChunkOptions, chunk_paper
 from .paths import escape_path, unescape_path
 from .store import PaperRecord, PaperStore, clipped
@@ -138,11 +136,20 @@ class IngestInterrupted(KeyboardInterrupt):
 Progress = Callable[[Path, Stage, int, int], None]
 
 
+def supported(suffix: str) -> bool:
+    """True for the suffix of a file type the parsers read (.pdf, .md, .markdown, .txt)."""
+    # Imported here: the parsers import PyMuPDF (a second), which `check` and the other readers of this module
+    # never need.
+    from ..parser.files import SUPPORTED
+
+    return suffix.lower() in SUPPORTED
+
+
 def is_paper_file(file: Path) -> bool:
     """A supported file a folder walk takes: not hidden, not a README, LICENSE, CHANGELOG or the like."""
     return (
         file.is_file()
-        and file.suffix.lower() in SUPPORTED
+        and supported(file.suffix)
         and not file.name.startswith(".")
         and file.stem.lower() not in NOT_PAPERS
     )
@@ -200,7 +207,7 @@ def _walk(top: Path, found: dict[Path, None], skipped: dict[Path, None], unread:
                 left(os.path.join(root, name), "a link to a folder: not followed (name it to ingest it)")
         entries.extend(Path(root, name) for name in files)
     for file in sorted(entries):  # the order of the paths, as before (not the walk's, folder by folder)
-        if file.name.startswith(".") or file.suffix.lower() not in SUPPORTED:
+        if file.name.startswith(".") or not supported(file.suffix):
             continue
         if is_paper_file(file):
             found.setdefault(file.resolve(), None)
@@ -355,6 +362,8 @@ def _ingest_file(
 
     wrote = False
     try:
+        from ..parser import parse_file
+
         report("parsing")
         limits = settings.parsing
         paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)

@@ -217,21 +217,25 @@ def _jsonable(value: Any) -> Any:
 
 
 
-def peek_kb_settings(settings: Settings) -> KbSettings | None:
+def peek_kb_settings(settings: Settings, *, keep_warm: bool = False) -> KbSettings | None:
     """The settings kept with the kb `settings.store.kb` names, read before any store is opened; None when
-    that kb does not exist yet."""
-    with peek_client(settings) as client:
+    that kb does not exist yet. `keep_warm`: a Milvus Lite server started for this stays up for the store opened
+    next (see `peek_client`)."""
+    with peek_client(settings, keep_warm=keep_warm) as client:
         return None if client is None else read_kb_settings(client, settings.store.kb)
 
 
-def load_kb_layers(request: Mapping[str, Any] | None = None, *, ignore_store_errors: bool = False) -> LayeredSettings:
+def load_kb_layers(
+    request: Mapping[str, Any] | None = None, *, ignore_store_errors: bool = False, keep_warm: bool = False
+) -> LayeredSettings:
     """Settings from every layer for the kb they name (store.kb): request > its own settings > user file > env >
     defaults. `ignore_store_errors`: when Milvus cannot be read, go on without the kb layer (for `doctor`, which
-    reports the store itself). ConfigError or StoreError, one line, else.
+    reports the store itself). `keep_warm`: the caller opens the store next (see `peek_client`). ConfigError or
+    StoreError, one line, else.
     """
     layered = load_layers(request)
     try:
-        found = peek_kb_settings(layered.settings)
+        found = peek_kb_settings(layered.settings, keep_warm=keep_warm)
     except StoreError:
         if not ignore_store_errors:
             raise

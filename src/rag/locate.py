@@ -4,7 +4,8 @@ Every paper is scored against the question from three views:
 - its aliases (title, short title, names it introduces, author surnames, ids; rag/identity.py) found in the
   question as phrases, each weighed by how many papers share it;
 - BM25 over its title, aliases and abstract (the catalogue's `search_text`);
-- the embedding of its title and abstract.
+- the embedding of its title and abstract, when the retriever embeds questions anyway (`dense`): with BM25 alone
+  the view added nothing on the dev questions, and embedding a question costs loading the model.
 One paper is *located* when it stands out from the rest by a margin (calibrated on ../shared/devset). The
 question's own wording says whether it refers to one paper ("the X paper", "in 'Title'", "X's", "这篇") or
 surveys the field ("which papers ...", "哪些论文"); a question that refers to one paper when none stands out
@@ -137,20 +138,65 @@ class Location:
         return list(dict.fromkeys([*best.matched, *best.title_words]))
 
 
-@dataclass(frozen=True)
 class _Alias:
-    doc_id: str
-    text: str
-    kind: str
-    weight: float
-    pattern: re.Pattern[str]
+    """One alias of one paper as the locator matches it; its pattern is compiled on first use (a question only
+    ever tries the few aliases that could match it, see `_AliasIndex`)."""
+
+    __slots__ = ("_pattern", "doc_id", "flags", "kind", "source", "text", "weight")
+
+    def __init__(self, doc_id: str, text: str, kind: str, weight: float, source: str, flags: int) -> None:
+        self.doc_id, self.text, self.kind, self.weight = doc_id, text, kind, weight
+        self.source, self.flags = source, flags
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self.source, self.flags)
+        return self._pattern
+
+
+class _AliasIndex:
+    """Aliases filed by the ASCII word (or, for an arXiv id, the digits) a match of theirs must start with.
+
+    Every alias pattern starts where no ASCII letter or digit precedes, with the first word of the alias
+    (`_alias_pattern`), so a question can only match the aliases filed under a prefix of one of its words: those
+    are tried, not the tens of thousands a large catalogue holds. Aliases that start otherwise are always tried.
+    """
+
+    def __init__(self, aliases: Sequence[_Alias]) -> None:
+        self.words: dict[str, list[_Alias]] = {}
+        self.digits: dict[str, list[_Alias]] = {}
+        self.always: list[_Alias] = []
+        for a in aliases:
+            if a.kind == "id" and fold(a.text).strip().lower().startswith("arxiv:"):
+                lead = re.match(r"\d+", fold(a.text).strip()[len("arxiv:") :].strip())
+                (self.digits.setdefault(lead.group(0), []) if lead else self.always).append(a)
+                continue
+            lead = re.match(rf"[{_ASCII}]+", fold(a.text).strip())
+            (self.words.setdefault(lead.group(0).lower(), []) if lead else self.always).append(a)
+
+    def candidates(self, text: str) -> list[_Alias]:
+        """The aliases that may match somewhere in `text` (a superset of those that do), in a stable order."""
+        found: dict[int, _Alias] = {id(a): a for a in self.always}
+        for run in set(re.findall(rf"[{_ASCII}]+", text)):
+            run = run.lower()
+            for end in range(1, len(run) + 1):
+                for a in self.words.get(run[:end], ()):
+                    found.setdefault(id(a), a)
+        for digits in set(re.findall(r"\d+", text)):
+            for a in self.digits.get(digits, ()):
+                found.setdefault(id(a), a)
+        return list(found.values())
 
 
 class PaperLocator:
     """Scores the papers of a catalogue against questions (build once per catalogue)."""
 
-    def __init__(self, store: PaperStore, papers: Sequence[PaperRecord]) -> None:
+    def __init__(self, store: PaperStore, papers: Sequence[PaperRecord], *, dense: bool = True) -> None:
+        """`dense`: score papers by the embedding of the question too (see the module docstring)."""
         self.store = store
+        self.dense = dense
         self.papers = {p.doc_id: p for p in papers}
         share = Counter(a.text.casefold() for p in papers for a in {x.text: x for x in p.aliases}.values())
         self.aliases: list[_Alias] = []
@@ -160,10 +206,17 @@ class PaperLocator:
                     continue
                 # A name several papers carry ("IEEE", "CNN", a common surname) says less about each of them.
                 weight = a.weight if a.kind in ("id", "subtitle") else a.weight / share[a.text.casefold()]
-                pattern = _alias_pattern(a.text, a.kind)
-                if pattern is not None:
-                    self.aliases.append(_Alias(p.doc_id, a.text, a.kind, weight, pattern))
+                source = _alias_pattern(a.text, a.kind)
+                if source is not None:
+                    self.aliases.append(_Alias(p.doc_id, a.text, a.kind, weight, *source))
+        self.index = _AliasIndex(self.aliases)
         self.titles = {p.doc_id: set(content_words(p.title)) for p in papers}
+        self.folded_titles = {p.doc_id: fold(p.title).lower() for p in papers}
+        # Title word -> papers whose title has it: the papers a question's words can point at by title.
+        self.title_index: dict[str, set[str]] = {}
+        for doc_id, title_words in self.titles.items():
+            for word in title_words:
+                self.title_index.setdefault(word, set()).add(doc_id)
 
     def locate(self, query: str, k: int = 10) -> Location:
         """Evidence for every paper that has some, strongest first."""
@@ -186,7 +239,7 @@ class PaperLocator:
             for c in cands.values():
                 # Relative to the best paper, and shrunk when even the best is a chance match.
                 c.lexical = (c.bm25 / best) * min(1.0, best / BM25_FLOOR) if best else 0.0
-            for p in self.store.search_papers(query, k=k):
+            for p in self.store.search_papers(query, k=k) if self.dense else []:
                 if p.doc_id in self.papers and p.score is not None:
                     cand(p.doc_id).dense = max(0.0, (p.score - DENSE_FLOOR) / (1 - DENSE_FLOOR))
         words = set(content_words(text))
@@ -204,7 +257,7 @@ class PaperLocator:
 
     def _alias_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
         found: dict[str, list[tuple[float, str, str]]] = {}
-        for a in self.aliases:
+        for a in self.index.candidates(text):
             m = a.pattern.search(text)
             if m:
                 found.setdefault(a.doc_id, []).append((a.weight, a.kind, m.group(0)))
@@ -230,14 +283,16 @@ class PaperLocator:
         """A title quoted, written out, or most of its words present ("the paper on automated narrative ...")."""
         quoted = [q for q in QUOTED.findall(text)]
         words = set(content_words(text))
-        for doc_id, title_words in self.titles.items():
+        lowered = text.lower()
+        # Only papers whose title shares a word with the question (or a quote in it) can score here.
+        for doc_id in sorted(self._titled(words | {w for q in quoted for w in content_words(q)})):
+            title_words = self.titles[doc_id]
             if len(title_words) < 2:
                 continue
-            title = self.papers[doc_id].title
             share = len(title_words & words) / len(title_words)
             best_quote = max((_overlap(q, title_words) for q in quoted), default=0.0)
             score = 0.0
-            if best_quote >= 0.8 or fold(title).lower() in text.lower():
+            if best_quote >= 0.8 or self.folded_titles[doc_id] in lowered:
                 score = 1.0
                 cand(doc_id).own_name = True
             elif share >= 0.75 and len(title_words & words) >= 3:
@@ -251,6 +306,10 @@ class PaperLocator:
                 c.matched = list(dict.fromkeys([*c.matched, *sorted(title_words & words)]))
                 c.title_hit = True
 
+    def _titled(self, words: set[str]) -> set[str]:
+        """Papers whose title holds one of `words`."""
+        return {doc_id for w in words for doc_id in self.title_index.get(w, ())}
+
     def _missing_names(self, text: str) -> list[str]:
         """Names the question gives a paper ("the ResNet paper", 《...》) that no paper of the catalogue carries."""
         missing = []
@@ -259,19 +318,21 @@ class PaperLocator:
             if name.lower() in STOPWORDS or not re.search(r"[A-Z]", name):
                 continue
             # Only a paper's own names count: "the BERT paper" is not a paper that merely uses BERT.
-            own = (a for a in self.aliases if a.kind in _OWN_NAMES)
+            own = (a for a in self.index.candidates(name) if a.kind in _OWN_NAMES)
             if not any(a.pattern.search(name) for a in own) and not any(
                 name.lower() in p.title.lower() for p in self.papers.values()
             ):
                 missing.append(name)
         # "Marten-2B" when the catalogue holds Marten-1B: a sibling of a stored paper, not the paper itself.
-        for a in self.aliases:
+        for a in self.index.candidates(text):
             if a.kind == "stem":
                 for m in re.finditer(rf"(?<![{_ASCII}]){re.escape(a.text)}[-_][\w.]*\w", text, re.IGNORECASE):
-                    if not any(b.kind == "short" and b.pattern.fullmatch(m.group(0)) for b in self.aliases):
+                    shorts = (b for b in self.index.candidates(m.group(0)) if b.kind == "short")
+                    if not any(b.pattern.fullmatch(m.group(0)) for b in shorts):
                         missing.append(m.group(0))
         for q in QUOTED.findall(text):
-            if len(q.split()) >= 3 and max((_overlap(q, t) for t in self.titles.values()), default=0) < 0.5:
+            near = self._titled(set(content_words(q)))
+            if len(q.split()) >= 3 and max((_overlap(q, self.titles[d]) for d in near), default=0) < 0.5:
                 missing.append(q)
         return missing
 
@@ -281,16 +342,18 @@ def _overlap(quote: str, title_words: set[str]) -> float:
     return len(words & title_words) / max(len(words | title_words), 1) if words else 0.0
 
 
-def _alias_pattern(text: str, kind: str) -> re.Pattern[str] | None:
-    """A whole-word pattern for an alias; short all-capital acronyms must match in capitals ("ACE", not "ace")."""
+def _alias_pattern(text: str, kind: str) -> tuple[str, int] | None:
+    """A whole-word pattern (source, flags) for an alias; short all-capital acronyms must match in capitals ("ACE",
+    not "ace"). Every pattern starts with the alias' first word where no ASCII letter or digit precedes (an arXiv
+    id: with its digits, where no digit or dot precedes), which `_AliasIndex` relies on."""
     text = fold(text).strip()
     if kind == "id" and text.lower().startswith("arxiv:"):
         number = re.escape(text[len("arxiv:") :].strip())
-        return re.compile(rf"(?<![\d.]){number}(?:v\d+)?(?![\d])")  # "arXiv:2309.04417", "2309.04417v2"
+        return rf"(?<![\d.]){number}(?:v\d+)?(?![\d])", 0  # "arXiv:2309.04417", "2309.04417v2"
     if kind == "first_author" and text.endswith("et al"):
         text = text[: -len("et al")].strip()
         body = re.escape(text) + r"(?:\s+et\s+al\b|['’]s\b)"
-        return re.compile(rf"(?<![{_ASCII}]){body}")
+        return rf"(?<![{_ASCII}]){body}", 0
     parts = [re.escape(p) for p in re.split(r"[\s\-]+", text) if p]
     if not parts:
         return None
@@ -299,4 +362,4 @@ def _alias_pattern(text: str, kind: str) -> re.Pattern[str] | None:
     flags = 0 if case_sensitive else re.IGNORECASE
     # A stem ("Marten" of "Marten-1B") must not carry another suffix: "Marten-2B" is a sibling paper.
     tail = rf"(?![{_ASCII}]|[-_][{_ASCII}])" if kind == "stem" else rf"(?![{_ASCII}])"
-    return re.compile(rf"(?<![{_ASCII}]){body}{tail}", flags)
+    return rf"(?<![{_ASCII}]){body}{tail}", flags

@@ -159,6 +159,17 @@ class ParentDocument:
         return hits
 
 
+def embeds_queries(retriever: Retriever) -> bool:
+    """True when the retriever embeds the query (dense search, alone or as part of hybrid or an ensemble)."""
+    if isinstance(retriever, Dense | Hybrid):
+        return True
+    if isinstance(retriever, Ensemble):
+        return any(embeds_queries(r) for r, _ in retriever.members)
+    if isinstance(retriever, ParentDocument):
+        return embeds_queries(retriever.inner)
+    return False
+
+
 def make_retriever(spec: str, settings: RetrievalSettings | None = None) -> Retriever:
     """The retriever a spec names (see the module docstring); a ConfigError naming what is wrong otherwise."""
     r = settings or RetrievalSettings()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 
 import pytest
@@ -567,19 +567,19 @@ def test_format_context_numbering_and_omissions(store: PaperStore) -> None:
     assert format_context([bare]) == ("[Paper: Untitled]", [])
 
 
-def test_one_read_per_paper(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The windows of all a paper's hits are read in one query, whatever the number of spans."""
-    calls: list[tuple[str, list[int]]] = []
-    read = store.get_body_chunks
+def test_one_read_for_all_windows(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The windows of all the hits of all the papers are read in one call, whatever the number of spans."""
+    calls: list[dict[str, list[int]]] = []
+    read = store.get_windows
 
-    def counting(doc: str, indexes: Sequence[int]) -> list[StoredChunk]:
-        calls.append((doc, sorted(indexes)))
-        return read(doc, indexes)
+    def counting(wanted: Mapping[str, Sequence[int]]) -> dict[str, list[StoredChunk]]:
+        calls.append({d: sorted(i) for d, i in wanted.items()})
+        return read(wanted)
 
-    monkeypatch.setattr(store, "get_body_chunks", counting)
+    monkeypatch.setattr(store, "get_windows", counting)
     hits = [hit(store, "kelp", 2), hit(store, "kelp", 7), hit(store, "bees", 2)]
     assert spans(expand_windows(store, hits)) == [("kelp", 1, 3, [2]), ("kelp", 6, 8, [7]), ("bees", 1, 3, [2])]
-    assert sorted(calls) == sorted([(doc_id("bees"), [1, 2, 3]), (doc_id("kelp"), [1, 2, 3, 6, 7, 8])])
+    assert calls == [{doc_id("kelp"): [1, 2, 3, 6, 7, 8], doc_id("bees"): [1, 2, 3]}]
 
 
 def test_body_chunks_by_index(store: PaperStore) -> None:

@@ -12,11 +12,11 @@ carry the same metadata, number 0..N-1 and keep "context header + text" within t
 from __future__ import annotations
 
 import re
+from functools import cache
 from itertools import groupby
 
 import numpy as np
 import sentencex
-from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 
 from ...errors import ChunkingError
 from ...parser.models import Paper, Paragraph, Section
@@ -229,7 +229,17 @@ _ALIASES = {
     "rs": "rust", "golang": "go", "rb": "ruby", "kt": "kotlin", "ps1": "powershell", "pl": "perl", "ex": "elixir",
     "hs": "haskell", "sc": "scala",
 }  # fmt: skip
-_LANGUAGES = {lang.value for lang in Language} - {"markdown", "rst", "latex", "html"}  # code, not markup
+
+
+@cache
+def _languages() -> frozenset[str]:
+    """The code languages langchain's splitter knows (markup left out); imported on first use, like the splitter
+    (langchain's import costs a third of a second every command would pay)."""
+    from langchain_text_splitters import Language
+
+    return frozenset(lang.value for lang in Language) - {"markdown", "rst", "latex", "html"}
+
+
 # Methods as well as top-level definitions (langchain's Python list cuts at "\n\tdef " but not at four spaces).
 _PYTHON_EXTRA = ["\nasync def ", "\n    def ", "\n    async def "]
 # A block whose language is not named: the boundaries of the common languages, then lines.
@@ -239,7 +249,9 @@ _ANY_CODE = ["\nclass ", "\ndef ", "\nasync def ", "\nfunction ", "\nfunc ", "\n
 def _separators(info: str) -> list[str]:
     name = info.strip().lower()
     name = _ALIASES.get(name, name)
-    if name in _LANGUAGES:
+    if name in _languages():
+        from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
         found = RecursiveCharacterTextSplitter.get_separators_for_language(Language(name))
         if name == "python":
             found = [*found[:2], *_PYTHON_EXTRA, *found[2:]]
@@ -258,6 +270,8 @@ def _code_pieces(i: int, p: Paragraph, budget: int, tokens: TokenCounter) -> lis
 
     def size(text: str) -> int:  # tokens, or characters at the rate max_chars allows, whichever binds
         return max(tokens.count(text), -(-len(text) * room // chars))
+
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     splitter = RecursiveCharacterTextSplitter(
         separators=_separators(info),

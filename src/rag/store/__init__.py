@@ -13,13 +13,16 @@ Same code path for Milvus Lite (a local file, the default) and a Milvus server: 
 - schema.py: fields, indexes, BM25 functions, properties; collections made, checked and migrated;
 - records.py: StoredChunk, PaperRecord, PaperAlias, row mapping, VARCHAR limits;
 - writes.py: the ingest protocol, deletes, a paper's status and sources;
-- reads.py: reads by doc_id, the catalogue, damage and inventory checks;
+- reads.py: reads by doc_id (point reads by primary key where Milvus Lite would scan), the catalogue, damage and
+  inventory checks;
+- catalogue.py: the catalogue kept in memory per knowledge base and process, read again only when it changed;
 - search.py: dense, BM25 and hybrid chunk search, paper search.
 
 The checks on Milvus Lite were made against milvus-lite 3.2.2 + pymilvus 3.0.2.
 """
 
 from .base import CONSISTENCY, QUERY_WINDOW
+from .catalogue import Catalogue
 from .connection import knowledge_bases, lite_problem, peek_client
 from .paper_store import PaperStore
 from .records import (
@@ -47,6 +50,7 @@ __all__ = [
     "STATUS_BROKEN",
     "STATUS_INGESTING",
     "STATUS_READY",
+    "Catalogue",
     "PaperAlias",
     "PaperRecord",
     "PaperStore",

@@ -39,6 +39,12 @@ CONSISTENCY = "Strong"
 QUERY_WINDOW = 16384  # the largest offset+limit a Milvus query accepts
 
 
+def key_in(field: str, values: Sequence[str] | Sequence[int]) -> str:
+    """`field in [...]` over primary-key values, always in that form (even for one value): it is the one filter
+    Milvus Lite answers from its key index (a point read) instead of scanning every row."""
+    return f"{field} in [{', '.join(str(int(v)) if isinstance(v, int) else quote_string(v) for v in values)}]"
+
+
 class StoreBase:
     """The state and helpers the parts of PaperStore share; PaperStore.__init__ (paper_store.py) sets it up."""
 
@@ -124,17 +130,18 @@ class StoreBase:
         return [r["doc_id"] for r in rows]
 
     def _ready_ids(self, doc_ids: Sequence[str]) -> set[str]:
-        """Those of `doc_ids` whose catalogue row says ready (one point query)."""
+        """Those of `doc_ids` whose catalogue row says ready (one point query by primary key: Milvus Lite answers
+        `doc_id in [...]` alone from its key index, where any other filter scans every row)."""
         if not doc_ids:
             return set()
         rows = self._client.query(
             self.papers_name,
-            filter=and_exprs(string_in("doc_id", sorted(set(doc_ids))), f"status == {quote_string(STATUS_READY)}"),
-            output_fields=["doc_id"],
+            filter=key_in("doc_id", sorted(set(doc_ids))),
+            output_fields=["doc_id", "status"],
             limit=len(set(doc_ids)),
             consistency_level=CONSISTENCY,
         )
-        return {r["doc_id"] for r in rows}
+        return {r["doc_id"] for r in rows if r.get("status") == STATUS_READY}
 
     def _is_ready(self, doc_id: str, what: str) -> bool:
         with self._failing(what, doc_id):

@@ -27,6 +27,8 @@ from .milvus import MilvusClient
 # Stores open on each Lite path in this process (see the module notes).
 _LITE_USERS: dict[str, int] = {}
 _LITE_LOCK = threading.Lock()
+# Lite servers `peek_client(keep_warm=True)` left running for the store opened next (see `release_warm`).
+_WARM: set[str] = set()
 
 
 def resolve_uri(settings: Settings, create: bool = True) -> tuple[str, str | None]:
@@ -90,6 +92,20 @@ def disconnect(client: MilvusClient, lite_path: str | None) -> None:
                 from milvus_lite.server_manager import server_manager_instance
 
                 server_manager_instance.release_server(lite_path)
+                with _LITE_LOCK:
+                    _WARM.discard(lite_path)
+
+
+def release_warm() -> None:
+    """Stop the Lite servers kept warm for a store that was never opened (a command that failed before it)."""
+    with _LITE_LOCK:
+        idle = [path for path in _WARM if not _LITE_USERS.get(path)]
+        _WARM.difference_update(idle)
+    if idle:
+        from milvus_lite.server_manager import server_manager_instance
+
+        for path in idle:
+            server_manager_instance.release_server(path)
 
 
 def knowledge_bases(client: MilvusClient) -> list[str]:
@@ -142,11 +158,13 @@ def _lite_running(path: str) -> bool:
 
 
 @contextmanager
-def peek_client(settings: Settings) -> Iterator[MilvusClient | None]:
+def peek_client(settings: Settings, *, keep_warm: bool = False) -> Iterator[MilvusClient | None]:
     """A client of the Milvus that `settings.store` names, or None when it is a Milvus Lite file not made yet.
 
     Creates nothing. A Milvus Lite server this opens is stopped again on exit (one a store of this
-    process serves is left alone). StoreError, one line, when Milvus cannot be reached.
+    process serves is left alone), unless `keep_warm`: then the store the caller opens next serves from it
+    (opening Milvus Lite loads every collection, a good part of a short command's time) and stops it when it
+    closes, or the process does at exit. StoreError, one line, when Milvus cannot be reached.
     """
     uri, kb = settings.store.uri, settings.store.kb
     lite: str | None = None
@@ -173,7 +191,10 @@ def peek_client(settings: Settings) -> Iterator[MilvusClient | None]:
         try:
             client.close()
         finally:
-            if started and lite is not None:
+            if started and lite is not None and keep_warm:
+                with _LITE_LOCK:
+                    _WARM.add(lite)
+            elif started and lite is not None:
                 from milvus_lite.server_manager import server_manager_instance
 
                 server_manager_instance.release_server(lite)

@@ -28,6 +28,22 @@ finally:
         os.environ["MILVUS_URI"] = _ENV_URI
 backend_imported()  # pymilvus set its loggers up just now: quiet them again if the command asked for it
 
+
+def _no_scipy_probe() -> None:
+    """pymilvus imports scipy.sparse on the first search to ask whether the query is a scipy matrix (a third of a
+    second of a short command); paperscope searches with texts and lists only, so it is told scipy is absent."""
+    try:
+        from pymilvus.client.utils import SciPyHelper  # type: ignore[import-untyped]
+    except ImportError:  # another pymilvus layout: it may import scipy, nothing breaks
+        return
+    if not getattr(SciPyHelper, "_checked", True):
+        SciPyHelper._matrix_available = False
+        SciPyHelper._array_available = False
+        SciPyHelper._checked = True
+
+
+_no_scipy_probe()
+
 __all__ = [
     "AnnSearchRequest",
     "CollectionSchema",

@@ -1,7 +1,8 @@
 """PaperStore, the store's one public class: opened and closed here, its methods come from the parts.
 
 PaperStore(WritesMixin, SearchMixin, SchemaMixin), all over StoreBase (base.py):
-- WritesMixin (writes.py) over ReadsMixin (reads.py): writes read back what they replace;
+- WritesMixin (writes.py) over CatalogueMixin (catalogue.py, the catalogue cached per process) over ReadsMixin
+  (reads.py): writes read back what they replace, and give the catalogue a new version;
 - SearchMixin (search.py): chunk and paper searches;
 - SchemaMixin (schema.py): the collections, made, checked or migrated when the store is opened.
 """

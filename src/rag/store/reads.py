@@ -7,13 +7,19 @@ that is not ready (see base.py); reads of the catalogue show every paper with it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import groupby
+from typing import Any
 
 from ...parser.models import SectionCategory
-from ..filters import KINDS, SearchFilter, and_exprs, int_in, parse_category, quote_string, string_in, validate_doc_id
-from .base import CONSISTENCY, StoreBase
-from .records import SHA256, PaperRecord, StoredChunk, to_chunk, to_paper
+from ..filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
+from .base import CONSISTENCY, StoreBase, key_in
+from .records import SHA256, PaperRecord, StoredChunk, chunk_row_id, to_chunk, to_paper
 from .schema import BRIEF_OUT, CHUNK_OUT, PAPER_OUT
+
+# Body chunks read at a time when a section is looked for from the start of a paper (`get_section`).
+SECTION_BATCH = 12
+POINT_READ = 1000  # primary keys per point read
 
 
 def _kind_expr(kind: str | None) -> str:
@@ -42,17 +48,51 @@ class ReadsMixin(StoreBase):
         """Body chunks of a ready paper at the given chunk_index values (at most 1000), in order: the windows of
         several hits read in one query."""
         validate_doc_id(doc_id)
-        wanted = sorted({int(i) for i in indexes})
-        if not wanted:
-            return []
-        if wanted[0] < 0 or len(wanted) > 1000:
-            raise ValueError(f"chunk indexes must be >= 0 and at most 1000 of them, got {len(wanted)}")
-        if not self._is_ready(doc_id, "reading a context window"):
-            return []
-        expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', int_in("chunk_index", wanted))
-        with self._failing("reading a context window", doc_id):
-            rows = self._query(self.chunks_name, expr, CHUNK_OUT)
-        return sorted((to_chunk(r) for r in rows), key=lambda c: c.chunk_index)
+        if len({int(i) for i in indexes}) > 1000:
+            raise ValueError(f"chunk indexes must be >= 0 and at most 1000 of them, got {len(set(indexes))}")
+        return self.get_windows({doc_id: indexes}).get(doc_id, [])
+
+    def get_windows(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, list[StoredChunk]]:
+        """Body chunks of several papers at the given chunk_index values ({doc_id: indexes}), each paper's in order;
+        papers that are not ready get none. The windows of a whole answer: one readiness check and one read."""
+        asked: dict[str, list[int]] = {}
+        for doc_id, indexes in wanted.items():
+            validate_doc_id(doc_id)
+            found = sorted({int(i) for i in indexes})
+            if found and found[0] < 0:
+                raise ValueError(f"chunk indexes must be >= 0, got {found[0]}")
+            if found:
+                asked[doc_id] = found
+        if not asked:
+            return {}
+        with self._failing("reading context windows"):
+            ready = self._ready_ids(list(asked))
+        return self._body_chunks({d: i for d, i in asked.items() if d in ready}, "reading context windows")
+
+    def _body_chunks(self, wanted: Mapping[str, Iterable[int]], what: str) -> dict[str, list[StoredChunk]]:
+        """Body chunks by doc_id and chunk_index, each paper's in order, read by their primary keys (a function of
+        doc_id, kind and chunk_index: `chunk_row_id`), which Milvus Lite answers without scanning the collection."""
+        keys = {chunk_row_id(d, "chunk", i): (d, i) for d, indexes in wanted.items() for i in indexes}
+        ids = list(keys)
+        rows: list[dict[str, Any]] = []
+        with self._failing(what, next(iter(wanted)) if len(wanted) == 1 else None):
+            for start in range(0, len(ids), POINT_READ):
+                part = ids[start : start + POINT_READ]
+                rows += self._client.query(
+                    self.chunks_name,
+                    filter=key_in("id", part),
+                    output_fields=CHUNK_OUT,
+                    limit=len(part),
+                    consistency_level=CONSISTENCY,
+                )
+        out: dict[str, list[StoredChunk]] = {d: [] for d in wanted}
+        for r in rows:
+            key = keys.get(int(r["id"]))
+            if key is not None and key == (r.get("doc_id"), r.get("chunk_index")) and r.get("kind") == "chunk":
+                out[key[0]].append(to_chunk(r))
+        for chunks in out.values():
+            chunks.sort(key=lambda c: c.chunk_index)
+        return out
 
     def get_section(self, doc_id: str, category: SectionCategory | str | int, max_tokens: int) -> list[StoredChunk]:
         """A ready paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
@@ -60,13 +100,72 @@ class ReadsMixin(StoreBase):
         The first chunk is always returned, even when it alone is longer than `max_tokens`.
         """
         validate_doc_id(doc_id)
+        return self.get_sections([doc_id], category, max_tokens).get(doc_id, [])
+
+    def get_sections(
+        self, doc_ids: Sequence[str], category: SectionCategory | str | int, max_tokens: int
+    ) -> dict[str, list[StoredChunk]]:
+        """`get_section` for several papers at once ({doc_id: chunks}; papers that are not ready get none).
+
+        A paper whose sections of this category form one run (the Abstract, the Introduction) has its chunks read
+        in order by primary key, a batch at a time for all the papers together, until the run ends or the budget is
+        spent; one whose first batch lacks the category, or whose category comes back later in the paper, is read
+        with a filter (a scan of the collection on Milvus Lite).
+        """
         cat = parse_category(category)
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        if not self._is_ready(doc_id, f"reading the {cat.name} section"):
-            return []
+        wanted = list(dict.fromkeys(validate_doc_id(d) for d in doc_ids))
+        if not wanted:
+            return {}
+        what = f"reading the {cat.name} section"
+        with self._failing(what, wanted[0] if len(wanted) == 1 else None):
+            rows = self._client.query(
+                self.papers_name,
+                filter=key_in("doc_id", wanted),
+                output_fields=["doc_id", "status", "n_chunks", "sections"],
+                limit=len(wanted),
+                consistency_level=CONSISTENCY,
+            )
+        papers = {p.doc_id: p for p in map(to_paper, rows) if p.ready}
+        out: dict[str, list[StoredChunk]] = {d: [] for d in wanted if d in papers}
+        used = dict.fromkeys(out, 0)
+        count = self.embedder.token_counter.count
+        by_filter = [d for d in out if [c for c, _ in groupby(s.category for s in papers[d].sections)].count(cat) != 1]
+        reading = [d for d in out if d not in by_filter]
+        start = 0
+        while reading:
+            batch = self._body_chunks({d: range(start, start + SECTION_BATCH) for d in reading}, what)
+            still: list[str] = []
+            for d in reading:
+                chunks = batch.get(d, [])
+                if start == 0 and not any(c.section_category == cat for c in chunks):
+                    by_filter.append(d)
+                    continue
+                done = False
+                for chunk in chunks:
+                    if chunk.section_category != cat:
+                        done = bool(out[d])  # the run has ended
+                        if done:
+                            break
+                        continue
+                    n = count(chunk.text)
+                    if out[d] and used[d] + n > max_tokens:
+                        done = True
+                        break
+                    out[d].append(chunk)
+                    used[d] += n
+                if not done and start + SECTION_BATCH < papers[d].n_chunks:
+                    still.append(d)
+            reading = still
+            start += SECTION_BATCH
+        for d in by_filter:
+            out[d] = self._section_by_filter(d, cat, max_tokens, what)
+        return out
+
+    def _section_by_filter(self, doc_id: str, cat: SectionCategory, max_tokens: int, what: str) -> list[StoredChunk]:
         expr = and_exprs(f"doc_id == {quote_string(doc_id)}", 'kind == "chunk"', f"section_category == {int(cat)}")
-        with self._failing(f"reading the {cat.name} section", doc_id):
+        with self._failing(what, doc_id):
             rows = self._query(self.chunks_name, expr, CHUNK_OUT)
         out: list[StoredChunk] = []
         used = 0
@@ -142,7 +241,7 @@ class ReadsMixin(StoreBase):
         with self._failing("reading the paper", doc_id):
             rows = self._client.query(
                 self.papers_name,
-                filter=f"doc_id == {quote_string(doc_id)}",
+                filter=key_in("doc_id", [doc_id]),
                 output_fields=PAPER_OUT,
                 limit=1,
                 consistency_level=CONSISTENCY,

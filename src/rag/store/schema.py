@@ -13,6 +13,8 @@ Milvus Lite notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
 
 from __future__ import annotations
 
+import uuid
+
 from ...errors import StoreError
 from ..identity import alias_rows, identity_of, search_text
 from .base import CONSISTENCY, StoreBase
@@ -25,6 +27,7 @@ SCHEMA_VERSION = "3"  # 2: the catalogue's `sources`; 3: its `aliases`, searched
 PROP_EMBEDDER = "paperscope.embedder"
 PROP_DIM = "paperscope.dim"
 PROP_SCHEMA = "paperscope.schema"
+PROP_CATALOGUE = "paperscope.catalogue"  # the catalogue's version token (catalogue.py), on the papers collection
 _BM25_INDEX = {"inverted_index_algo": "DAAT_MAXSCORE", "bm25_k1": 1.2, "bm25_b": 0.75}
 
 CHUNK_FIELDS: dict[str, DataType] = {
@@ -84,6 +87,11 @@ BRIEF_OUT = [
     "aliases",
 ]
 SEARCH_OUT = [*CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
+
+
+def new_version() -> str:
+    """A fresh catalogue version token."""
+    return uuid.uuid4().hex
 
 
 class SchemaMixin(StoreBase):
@@ -164,7 +172,7 @@ class SchemaMixin(StoreBase):
         self._client.rename_collection(tmp, self.papers_name)
 
     def _properties(self, dim: int, name: str) -> dict[str, str]:
-        props = {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION}
+        props = {PROP_EMBEDDER: name, PROP_DIM: str(dim), PROP_SCHEMA: SCHEMA_VERSION, PROP_CATALOGUE: new_version()}
         return props | created_properties(self.settings, name, dim)  # the kb's settings, saved at creation
 
     def _check_collection(self, collection: str) -> list[str]:

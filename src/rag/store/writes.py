@@ -18,13 +18,14 @@ from ..chunking import Chunk
 from ..filters import quote_string, validate_doc_id
 from ..identity import alias_rows, paper_identity, search_text
 from .base import CONSISTENCY
-from .reads import ReadsMixin
+from .catalogue import CatalogueMixin
 from .records import SHA256, STATUS_INGESTING, STATUS_READY, Status, chunk_row_id, clip, fit, small_int
 from .schema import PAPER_OUT
 
 
-class WritesMixin(ReadsMixin):
-    """Writes to both collections, in an order that never shows a partly stored paper as ready (see base.py)."""
+class WritesMixin(CatalogueMixin):
+    """Writes to both collections, in an order that never shows a partly stored paper as ready (see base.py); each
+    write to the catalogue gives it a new version (catalogue.py)."""
 
     def insert_paper_chunks(
         self,
@@ -135,6 +136,7 @@ class WritesMixin(ReadsMixin):
             for start in range(0, len(stale), 1000):
                 self._client.delete(self.chunks_name, ids=stale[start : start + 1000])
             self._client.upsert(self.papers_name, [{**paper_row, "status": STATUS_READY}])
+        self._catalogue_changed()
         self._unflushed += len(chunks) + 1
         if self.is_lite and self._unflushed >= self.lite_flush_rows:
             self.flush()
@@ -157,6 +159,7 @@ class WritesMixin(ReadsMixin):
             n = self.count_chunks(doc_id, kind=None)
             self._client.delete(self.chunks_name, filter=id_filter)
             self._client.delete(self.papers_name, filter=id_filter)
+        self._catalogue_changed()
         return n
 
     def delete_chunks_of(self, doc_id: str) -> int:
@@ -179,6 +182,8 @@ class WritesMixin(ReadsMixin):
             )
             if rows:
                 self._client.upsert(self.papers_name, [{**rows[0], **fields}])
+        if rows:
+            self._catalogue_changed()
 
     def set_sources(self, doc_id: str, sources: Sequence[str], source: str | None = None) -> None:
         """Record the paths that hold a paper (and, if given, the one it was last seen at)."""

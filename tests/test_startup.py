@@ -1,0 +1,76 @@
+"""Commands that only read start without loading what they do not use: no torch or sentence-transformers (the
+embedding model) for `--help`, `papers`, `check` and a BM25 question, no agent graph, OpenAI client or PyMuPDF."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paperscope.config import Settings
+from paperscope.rag.embeddings import CachedEmbedder
+from paperscope.rag.ingest import ingest
+from tests.markdown_papers import markdown
+
+HEAVY = ("torch", "sentence_transformers", "transformers", "langgraph", "langchain_openai", "openai", "pymupdf")
+# Runs the CLI in a fresh interpreter and writes, at exit, which of HEAVY it had imported.
+DRIVER = """
+import atexit, json, runpy, sys
+HEAVY, OUT = {heavy!r}, {out!r}
+atexit.register(lambda: open(OUT, "w").write(json.dumps([m for m in HEAVY if m in sys.modules])))
+sys.argv = ["paperscope", *{args!r}]
+runpy.run_module("paperscope.cli", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory, local_embedder: CachedEmbedder) -> Path:
+    home = tmp_path_factory.mktemp("startup")
+    source = home / "kelp.md"
+    source.write_text(
+        markdown(
+            "Counting Sea Otters From Kelp Canopy Imagery",
+            2020,
+            [
+                ("## Abstract", ["We count sea otters in 412 satellite images of kelp canopy with a detector."]),
+                ("## 1 Method", ["The detector is trained on 9,800 labelled otter crops from aerial surveys."]),
+            ],
+        )
+    )
+    settings = Settings(home=home)
+    from paperscope.rag.store import PaperStore
+
+    with PaperStore.open(settings, local_embedder) as store:
+        assert not ingest([source], settings, store).failed
+    (home / "cache" / "embeddings.sqlite").unlink(missing_ok=True)  # no question's vector waits in the cache
+    return home
+
+
+def imported(home: Path, tmp_path: Path, *args: str) -> tuple[list[str], str]:
+    """The HEAVY modules a `paperscope ARGS...` run imported, and what it printed."""
+    out = tmp_path / "imported.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PAPERSCOPE_", "MILVUS_"))}
+    env["PAPERSCOPE_HOME"] = str(home)
+    code = DRIVER.format(heavy=HEAVY, out=str(out), args=list(args))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return json.loads(out.read_text()), result.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["papers"], ["check"], ["papers", "--json"]])
+def test_reading_commands_load_no_model(home: Path, tmp_path: Path, args: list[str]) -> None:
+    loaded, printed = imported(home, tmp_path, *args)
+    assert loaded == []
+    assert "Otters" in printed or args == ["--help"] or args == ["check"]
+
+
+def test_a_bm25_question_loads_no_embedding_model(home: Path, tmp_path: Path) -> None:
+    """BM25 retrieval, MMR over the vectors the search returns, no LLM: nothing needs the question's vector."""
+    loaded, printed = imported(home, tmp_path, "ask", "How many otter crops trained the detector?", "--json")
+    assert loaded == []
+    answer = json.loads(printed)
+    assert answer["sources"] and "9,800" in answer["answer"]
