@@ -1,9 +1,9 @@
 """The FastAPI app of `paperscope serve`: one store and embedder per knowledge base, shared by every request.
 
-`create_app(settings)` assembles it: the routes (health; documents and jobs; retrieve and chat; the
-OpenAI-compatible chat), the key check on every /v1 route, JSON errors (errors.py), the upload size limit
-(uploads.py), and a lifespan that starts the ingest writer (jobs.py) and closes the stores at the end. The
-contract is docs/http-api.md; the OpenAPI page is /docs.
+`create_app(settings)` assembles it: the routes (health; documents and jobs; page images; retrieve and chat; the
+OpenAI-compatible chat; the web page at `/` with its files under /static/), the key check on every /v1 route,
+JSON errors (errors.py), the upload size limit (uploads.py), and a lifespan that starts the ingest writer
+(jobs.py) and closes the stores at the end. The contract is docs/http-api.md; the OpenAPI page is /docs.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from .library import Library
 from .openai_compat import router as openai_router
 from .routes.documents import router as documents_router
 from .routes.health import router as health_router
+from .routes.pages import router as pages_router
 from .routes.questions import router as questions_router
+from .routes.web import mount_static
+from .routes.web import router as web_router
 from .state import Service
 from .uploads import UploadLimit
 
@@ -47,8 +50,7 @@ def create_app(
 
     `library`: the knowledge bases already opened (`paperscope serve` opens them first, so that a store it cannot
     open is one line before the server starts); else they are opened when the app starts. `routers` are mounted
-    as they are (public: the web page and its static files); `v1_routers` behind the key check, like every /v1
-    route (e.g. page images).
+    as they are (public, like the web page); `v1_routers` behind the key check, like every /v1 route.
     """
     layered = settings if settings is not None else load_layers()
     service_settings = layered.settings.service
@@ -75,9 +77,10 @@ def create_app(
 
     app.include_router(health_router)
     guarded = [Depends(require_key(service_settings.api_key))]
-    for router in (documents_router, questions_router, openai_router, *v1_routers):
+    for router in (documents_router, pages_router, questions_router, openai_router, *v1_routers):
         app.include_router(router, dependencies=guarded)
-    # Public routers (the web page at `/` and its static files) go here, outside the key check.
-    for router in routers:
+    # Public: the web page and its files hold no data; everything it shows comes from /v1 with the key.
+    for router in (web_router, *routers):
         app.include_router(router)
+    mount_static(app)
     return app

@@ -1,0 +1,188 @@
+// The chat: questions with their history (follow-ups stay on the paper), the answer streamed as it is written,
+// numbered citations [n] that open the cited page, the source list, and a trace of how the answer came.
+
+import { streamChat } from "./api.js";
+import { $, el, pagesLabel } from "./dom.js";
+
+// [1], [2, 3], [1-2] as the answer writes them; other brackets stay text.
+const CITE = /\[(\d+(?:\s*[,;–-]\s*\d+)*)\]/g;
+const TRACK = { A: "one paper", B: "across papers", NONE: "not in the knowledge base" };
+
+export class Chat {
+  /** onCite(source): open the cited chunk's page. */
+  constructor({ onCite }) {
+    this.onCite = onCite;
+    this.history = []; // [{role, content, sources}] as POST /v1/chat takes it
+    this.messages = $("messages");
+    this.form = $("ask-form");
+    this.input = $("question");
+    this.button = $("ask-button");
+    this.busy = false;
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.ask(this.input.value);
+    });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) {
+        event.preventDefault();
+        this.ask(this.input.value);
+      }
+    });
+    $("new-chat").addEventListener("click", () => {
+      this.history = [];
+      this.messages.replaceChildren();
+      this.input.focus();
+    });
+  }
+
+  async ask(text) {
+    const query = text.trim();
+    if (!query || this.busy) return;
+    this.busy = true;
+    this.button.disabled = true;
+    this.input.value = "";
+    this.messages.append(el("li", { class: "message user" }, el("p", { class: "text", text: query })));
+    const status = el("p", { class: "status-line muted", text: "searching…" });
+    const body = el("p", { class: "text" });
+    const message = el("li", { class: "message assistant", "aria-busy": "true" }, status, body);
+    this.messages.append(message);
+    message.scrollIntoView({ block: "end" });
+    const history = this.history.slice();
+    let answer = null;
+    let failure = null;
+    try {
+      await streamChat({ query, history }, (event) => {
+        if (event.type === "progress") status.textContent = [event.stage, event.detail].filter(Boolean).join(": ");
+        else if (event.type === "tool") status.textContent = `called ${event.tool} (${event.seconds.toFixed(2)} s)`;
+        else if (event.type === "token") body.append(document.createTextNode(event.text));
+        else if (event.type === "answer") answer = event.answer;
+        else if (event.type === "error") failure = event.message;
+      });
+    } catch (error) {
+      failure = error.message;
+    }
+    message.removeAttribute("aria-busy");
+    if (answer) {
+      status.remove();
+      this.showAnswer(message, body, answer);
+      this.history.push(
+        { role: "user", content: query },
+        { role: "assistant", content: answer.answer, sources: answer.sources.map((s) => s.citation) },
+      );
+    } else {
+      status.textContent = "";
+      status.append(el("span", { class: "error", role: "alert", text: failure || "the answer stream ended early" }));
+    }
+    this.busy = false;
+    this.button.disabled = false;
+    this.input.focus();
+  }
+
+  showAnswer(message, body, answer) {
+    const sources = new Map(answer.sources.map((s) => [s.n, s]));
+    body.replaceChildren(...this.withCitations(answer.answer, sources));
+    message.dataset.track = answer.track;
+    message.dataset.mode = answer.mode;
+    for (const note of answer.notes || []) message.append(el("p", { class: "note muted", text: note }));
+    if (answer.sources.length) {
+      const list = el("ol", { class: "sources" });
+      for (const source of answer.sources) {
+        const where = [
+          source.section_title && `${source.section_title} (${source.section_category})`,
+          pagesLabel(source.pages[0], source.pages[1]),
+        ].filter(Boolean);
+        list.append(
+          el(
+            "li",
+            { class: "source" },
+            this.citeButton(source),
+            el("span", { class: "source-title", text: `${source.title}${source.year ? ` (${source.year})` : ""}` }),
+            el("span", { class: "muted", text: ` · ${where.join(" · ")}` }),
+          ),
+        );
+      }
+      message.append(el("h3", { class: "sources-head", text: "Sources" }), list);
+    }
+    message.append(traceView(answer));
+    message.scrollIntoView({ block: "end" });
+  }
+
+  /** The answer's text as text nodes, each [n] naming a source as a button that opens it. */
+  withCitations(text, sources) {
+    const parts = [];
+    let last = 0;
+    for (const match of text.matchAll(CITE)) {
+      const numbers = match[1].split(/\s*[,;–-]\s*/).map(Number);
+      if (!numbers.every((n) => sources.has(n))) continue;
+      parts.push(document.createTextNode(text.slice(last, match.index)));
+      for (const n of numbers) parts.push(this.citeButton(sources.get(n)));
+      last = match.index + match[0].length;
+    }
+    parts.push(document.createTextNode(text.slice(last)));
+    return parts;
+  }
+
+  citeButton(source) {
+    return el("button", {
+      type: "button",
+      class: "cite",
+      text: `[${source.n}]`,
+      title: `${source.title}, ${pagesLabel(source.pages[0], source.pages[1])}`,
+      dataset: { n: String(source.n), citation: source.citation },
+      on: { click: () => this.onCite(source) },
+    });
+  }
+}
+
+/** Which way the answer came: track, route, mode, the tools called, timings, models, tokens. */
+function traceView(answer) {
+  const facts = el("dl", { class: "facts" });
+  const add = (name, value) => {
+    if (value === null || value === undefined || value === "") return;
+    facts.append(el("dt", { text: name }), el("dd", { text: value }));
+  };
+  add("track", `${answer.track} (${TRACK[answer.track] || "?"})`);
+  add("mode", `${answer.mode}${answer.extractive ? ", extracted sentences (no language model)" : ""}`);
+  const route = answer.route || {};
+  add("routed by", route.source);
+  add("intent", route.intent);
+  if (route.doc_ids && route.doc_ids.length) add("papers named", route.doc_ids.join(", "));
+  if (route.target_section_category && route.target_section_category.length) {
+    add("sections", route.target_section_category.join(", "));
+  }
+  const models = Object.entries(answer.models || {}).filter(([, v]) => v);
+  add("models", models.map(([k, v]) => `${k}: ${v}`).join(" · "));
+  const timings = Object.entries(answer.timings || {});
+  add("timings", timings.map(([k, v]) => `${k} ${Number(v).toFixed(3)} s`).join(" · "));
+  const usage = Object.entries(answer.usage || {});
+  if (usage.length) add("tokens", usage.map(([k, v]) => `${k} ${v}`).join(" · "));
+  if (answer.turns) add("model turns", String(answer.turns));
+  add("model error", answer.llm_error);
+
+  const tools = el("ol", { class: "tools" });
+  for (const step of answer.trace || []) {
+    const args = JSON.stringify(step.args || {});
+    const line = `${step.tool}(${args}) → ${(step.results || []).length} results · ${Number(step.seconds).toFixed(3)} s`;
+    tools.append(
+      el(
+        "li",
+        { class: step.error ? "error" : null },
+        el("span", { text: step.turn ? `turn ${step.turn}: ` : "" }),
+        el("code", { text: line }),
+        step.from_text ? el("span", { class: "muted", text: " (written as text)" }) : null,
+        step.observation ? el("div", { class: "observation muted", text: step.observation }) : null,
+      ),
+    );
+  }
+  const calls = (answer.trace || []).length
+    ? tools
+    : el("p", { class: "muted", text: "No tool calls: the single-shot pipeline answered." });
+  return el(
+    "details",
+    { class: "trace" },
+    el("summary", { text: "Trace" }),
+    facts,
+    el("h4", { text: "Tools called" }),
+    calls,
+  );
+}
