@@ -1,0 +1,143 @@
+"""Page images over real HTTP: a page of a stored paper with a chunk's boxes drawn (where the chunk route says they
+are, and nowhere else), the options checked, a PDF that left the disk said to be gone, the key asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from tests.served import Served, upload, wait_job
+from tests.service.test_page_images import far_mask, pixels
+
+
+@pytest.fixture
+def http(server: Served) -> Iterator[httpx.Client]:
+    with server.client() as client:
+        yield client
+
+
+def a_chunk_with_boxes(http: httpx.Client, doc_id: str) -> dict[str, Any]:
+    """The first chunk of the paper whose text has line boxes on one page."""
+    for index in range(40):
+        chunk: dict[str, Any] = http.get(f"/v1/documents/{doc_id}/chunks/{index}").json()
+        pages = {b["page"] for b in chunk["boxes"]}
+        if len(chunk["boxes"]) >= 2 and len(pages) == 1:
+            return chunk
+    pytest.fail(f"no chunk of {doc_id} has boxes on one page")
+
+
+def test_the_highlighted_page_differs_from_the_plain_one_where_the_chunk_is(
+    http: httpx.Client, sample_pdf_ids: dict[str, str]
+) -> None:
+    doc_id = sample_pdf_ids["flashrank"]
+    chunk = a_chunk_with_boxes(http, doc_id)
+    page = chunk["boxes"][0]["page"]
+    url = f"/v1/documents/{doc_id}/pages/{page}.png"
+    plain = http.get(url, params={"dpi": 72})
+    marked = http.get(url, params={"dpi": 72, "chunk": chunk["chunk_index"]})
+    assert plain.status_code == marked.status_code == 200
+    assert marked.headers["content-type"] == "image/png" and marked.headers["x-paperscope-scale"] == "1"
+    assert plain.headers["x-paperscope-boxes"] == "0"
+    assert marked.headers["x-paperscope-boxes"] == str(len(chunk["boxes"]))
+    before, after = pixels(plain.content), pixels(marked.content)
+    rects = [tuple(b["rect"]) for b in chunk["boxes"]]
+    for x0, y0, x1, y1 in rects:
+        inside = (slice(int(y0) + 1, int(y1)), slice(int(x0) + 1, int(x1)))
+        assert (after[inside] != before[inside]).any(axis=2).mean() > 0.9
+    far = far_mask(before.shape, rects, 1.0, margin=4)
+    assert np.array_equal(before[far], after[far])
+    # The chunk's boxes are drawn on their own page only: another page is the plain page.
+    other = 1 if page != 1 else 2
+    elsewhere = http.get(f"/v1/documents/{doc_id}/pages/{other}.png", params={"chunk": chunk["chunk_index"]})
+    assert elsewhere.headers["x-paperscope-boxes"] == "0"
+    assert elsewhere.content == http.get(f"/v1/documents/{doc_id}/pages/{other}.png").content
+    # A doc_id prefix names the paper, as in every documents route; width sets the size.
+    narrow = http.get(f"/v1/documents/{doc_id[:8]}/pages/{page}.png", params={"width": 200})
+    assert narrow.status_code == 200 and pixels(narrow.content).shape[1] == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "code", "says"),
+    [
+        ("pages/0.png", {}, 422, "invalid_request", "page: Input should be greater than or equal to 1"),
+        ("pages/99.png", {}, 404, "unknown_page", "has pages 1..6; there is no page 99"),
+        ("pages/1.png", {"chunk": 9999}, 404, "unknown_chunk", "has no chunk 9999 (it has "),
+        ("pages/1.png", {"dpi": 20}, 422, "invalid_request", "dpi: Input should be greater than or equal to 36"),
+        ("pages/1.png", {"dpi": 301}, 422, "invalid_request", "dpi: Input should be less than or equal to 300"),
+        ("pages/1.png", {"width": 10}, 422, "invalid_request", "width: Input should be greater than or equal to 64"),
+        ("pages/1.png", {"dpi": 100, "width": 300}, 400, "invalid_option", "give one of them, not both"),
+        ("pages/one.png", {}, 422, "invalid_request", "page: Input should be a valid integer"),
+    ],
+)
+def test_bad_page_requests_name_what_is_wrong(
+    http: httpx.Client,
+    sample_pdf_ids: dict[str, str],
+    path: str,
+    params: dict[str, int],
+    status: int,
+    code: str,
+    says: str,
+) -> None:
+    response = http.get(f"/v1/documents/{sample_pdf_ids['flashrank']}/{path}", params=params)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and says in error["message"]
+
+
+def test_an_unknown_paper_and_a_missing_key(http: httpx.Client, server: Served, sample_pdf_ids: dict[str, str]) -> None:
+    unknown = http.get("/v1/documents/0123abcd/pages/1.png")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_paper"
+    assert "doc_id 0123abcd is not a paper" in unknown.json()["error"]["message"]
+    with server.client(key=None) as anonymous:
+        refused = anonymous.get(f"/v1/documents/{sample_pdf_ids['flashrank']}/pages/1.png")
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+
+
+def test_a_pdf_no_longer_on_disk_is_said_to_be_gone(
+    http: httpx.Client, server: Served, sample_pdfs: dict[str, Path], tmp_path: Path
+) -> None:
+    # A paper of its own (new bytes), uploaded: the server keeps it as uploads/<sha256>/<name>.
+    pdf = tmp_path / "vanishing.pdf"
+    pdf.write_bytes(sample_pdfs["marten"].read_bytes() + b"\n%a copy with other bytes\n")
+    job = wait_job(http, upload(http, pdf).json()["job_id"])
+    assert job["state"] == "done", job
+    doc_id = job["doc_id"]
+    try:
+        assert http.get(f"/v1/documents/{doc_id}/pages/1.png").status_code == 200
+        (kept,) = (server.home / "uploads").glob("*/vanishing.pdf")
+        kept.unlink()
+        gone = http.get(f"/v1/documents/{doc_id}/pages/1.png")
+        assert gone.status_code == 410
+        error = gone.json()["error"]
+        assert error["code"] == "pdf_gone"
+        assert error["message"] == (
+            f"the PDF of paper {doc_id} is no longer on disk as it was ingested (vanishing.pdf); "
+            "ingest or upload it again to see its pages"
+        )
+        # Its chunks are still there to read.
+        assert http.get(f"/v1/documents/{doc_id}/chunks/0").status_code == 200
+    finally:
+        http.delete(f"/v1/documents/{doc_id}")
+
+
+def test_a_text_paper_has_no_page_images(http: httpx.Client, tmp_path: Path) -> None:
+    notes = tmp_path / "garden-notes.md"
+    notes.write_text("# Notes on Tomato Gardening\n\n## Watering\n\nWater tomatoes deeply twice a week in summer.\n")
+    with notes.open("rb") as fh:
+        accepted = http.post("/v1/documents", files={"file": ("garden-notes.md", fh, "text/markdown")}).json()
+    job = wait_job(http, accepted["job_id"])
+    assert job["state"] == "done", job
+    try:
+        response = http.get(f"/v1/documents/{job['doc_id']}/pages/1.png")
+        assert response.status_code == 400
+        assert response.json()["error"] == {
+            "code": "not_a_pdf",
+            "message": f"paper {job['doc_id']} was read from garden-notes.md, not a PDF: it has no pages to show",
+        }
+    finally:
+        http.delete(f"/v1/documents/{job['doc_id']}")
