@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PAPERSCOPE := $(VENV)/bin/paperscope
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint corpus bench eval clean
+.PHONY: install browser demo test lint corpus bench eval clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -33,7 +33,13 @@ lint: install
 	$(PY) -m ruff check src tests benchmarks examples
 	$(PY) -m mypy
 
-test: install lint
+# The web page's tests drive Debian's headless Chromium with Selenium: installed here when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver; }
+
+test: install lint browser
 	$(PY) -m pytest -q
 
 # Parse, ingest, query latency at 1k and 10k chunks, memory: writes benchmarks/RESULTS.md (about 5 min).

@@ -1,0 +1,176 @@
+"""The web page in a real browser: Debian's headless Chromium driven by Selenium, against a real `paperscope serve`
+(the session's server: an API key, no language model, so answers are extracted sentences).
+
+Ask, see the streamed answer name the paper, click [1], see the page with the chunk highlighted, turn the page,
+read the trace, ask a follow-up, open a `/?q=` link; text from papers and questions shown as text. A screenshot is
+saved under the test's tmp dir, and also to $PAPERSCOPE_SCREENSHOT when set (the README's docs/screenshot.png).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.served import KEY, Served, wait_job
+
+CHROMIUM = shutil.which("chromium")
+DRIVER = shutil.which("chromedriver")
+WAIT = 120  # seconds: an answer on a busy 2-core machine
+QUESTION = "How many queries was FlashRank trained on?"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    """One headless Chromium for the module (Debian's `chromium` and `chromium-driver`; `make test` installs them)."""
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (make test installs them with apt-get)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1600,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)  # both paths given: no driver download
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait(driver: WebDriver, condition: object, what: str, seconds: float = WAIT) -> object:
+    """WebDriverWait with a failure that says what did not happen, and the page's error lines."""
+    try:
+        return WebDriverWait(driver, seconds).until(condition)  # type: ignore[arg-type]
+    except TimeoutException:
+        errors = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".error") if e.text]
+        pytest.fail(f"{what} did not happen in {seconds} s; errors shown: {errors}")
+
+
+def ask(driver: WebDriver, question: str) -> WebElement:
+    """Type the question, press Enter, and wait for its answer (the message with its sources)."""
+    before = len(driver.find_elements(By.CSS_SELECTOR, ".message.assistant"))
+    box = driver.find_element(By.ID, "question")
+    box.send_keys(question, Keys.ENTER)
+    return answer_number(driver, before)
+
+
+def answer_number(driver: WebDriver, n: int) -> WebElement:
+    """The n-th (0-based) assistant message once its answer is complete."""
+
+    def done(d: WebDriver) -> WebElement | bool:
+        messages = d.find_elements(By.CSS_SELECTOR, ".message.assistant")
+        if len(messages) > n and messages[n].get_attribute("aria-busy") is None:
+            return messages[n]
+        return False
+
+    found = wait(driver, done, f"answer {n + 1}")
+    assert isinstance(found, WebElement)
+    return found
+
+
+def test_ask_read_the_answer_and_see_the_evidence_on_the_page(
+    browser: WebDriver, server: Served, sample_pdf_ids: dict[str, str], tmp_path: Path
+) -> None:
+    browser.get(server.url + "/")
+    # The papers list needs the key: the page asks for it once and keeps it for the tab.
+    key = wait(browser, lambda d: d.find_element(By.ID, "key-input").is_displayed(), "the key dialog")
+    assert key
+    browser.find_element(By.ID, "key-input").send_keys(KEY)
+    browser.find_element(By.ID, "key-ok").click()
+    wait(browser, lambda d: "FlashRank" in d.find_element(By.ID, "paper-list").text, "the papers list")
+    assert browser.execute_script("return sessionStorage.getItem('paperscope.apiKey')") == KEY
+
+    answer = ask(browser, QUESTION)
+    text = answer.find_element(By.CSS_SELECTOR, ".text").text
+    assert "FlashRank" in text and "[1]" in text
+    sources = answer.find_elements(By.CSS_SELECTOR, ".source")
+    assert sources and sources[0].text.startswith("[1]FlashRank: Cheap Listwise Reranking")
+    first = answer.find_element(By.CSS_SELECTOR, ".text .cite[data-n='1']")
+    doc_id, chunk = first.get_attribute("data-citation").rsplit(":", 1)
+    assert doc_id == sample_pdf_ids["flashrank"]
+
+    first.click()
+    image = browser.find_element(By.ID, "page-image")
+    loaded = "return arguments[0].complete && arguments[0].naturalWidth > 0"
+    wait(browser, lambda d: image.get_attribute("data-page") and d.execute_script(loaded, image), "the page image")
+    page = int(image.get_attribute("data-page"))
+    assert image.get_attribute("data-chunk") == chunk and image.get_attribute("src").startswith("blob:")
+    assert f"chunk {chunk} highlighted" in image.get_attribute("alt")
+    assert browser.find_element(By.ID, "viewer-title").text.startswith("FlashRank")
+    current = browser.find_element(By.CSS_SELECTOR, "#neighbours .current")
+    assert current.get_attribute("data-chunk") == chunk
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#neighbours .neighbour")) >= 3  # the chunks around it
+    # The image shown is the page with the chunk drawn: as the route renders it, boxes on this page.
+    with server.client() as http:
+        boxes = http.get(f"/v1/documents/{doc_id}/chunks/{chunk}").json()["boxes"]
+    assert page == boxes[0]["page"]
+    browser.save_screenshot(str(tmp_path / "page.png"))
+    if os.environ.get("PAPERSCOPE_SCREENSHOT"):
+        browser.save_screenshot(os.environ["PAPERSCOPE_SCREENSHOT"])
+
+    label = browser.find_element(By.ID, "page-label")
+    step, arrow = (1, "page-next") if "of 6" in label.text and page < 6 else (-1, "page-prev")
+    browser.find_element(By.ID, arrow).click()
+    wait(browser, lambda d: image.get_attribute("data-page") == str(page + step), "the page turn")
+    assert label.text == f"page {page + step} of 6"
+
+    answer.find_element(By.CSS_SELECTOR, ".trace summary").click()
+    trace = answer.find_element(By.CSS_SELECTOR, ".trace").text
+    assert "track" in trace and "single-shot" in trace and "timings" in trace and "embedding_model" in trace
+
+    # A follow-up stays on the paper: the history went with it.
+    follow_up = ask(browser, "What about its ablation?")
+    cited = {c.get_attribute("data-citation").split(":")[0] for c in follow_up.find_elements(By.CSS_SELECTOR, ".cite")}
+    assert cited == {sample_pdf_ids["flashrank"]}
+
+
+def test_a_link_asks_at_once(browser: WebDriver, server: Served, sample_pdf_ids: dict[str, str]) -> None:
+    question = "How many GPUs were used to pretrain Marten-1B?"
+    browser.get(f"{server.url}/?q={quote(question)}")  # the key is kept for the tab: not asked again
+    answer = answer_number(browser, 0)
+    assert not browser.find_element(By.ID, "key-dialog").is_displayed()
+    assert browser.find_element(By.CSS_SELECTOR, ".message.user").text == question
+    assert "Marten" in answer.text
+    first = answer.find_element(By.CSS_SELECTOR, ".cite[data-n='1']")
+    assert first.get_attribute("data-citation").startswith(sample_pdf_ids["marten"])
+
+
+def test_text_from_papers_and_questions_is_shown_as_text(
+    browser: WebDriver, server: Served, tmp_path: Path
+) -> None:
+    title = 'Hostile <b>Bold</b> <a href="https://example.com/x">Link</a> Tomatoes'
+    paper = tmp_path / "hostile.md"
+    paper.write_text(
+        f"# {title}\n\n## Watering\n\nTomato plants <script>window.pwned = 1</script> need deep watering; "
+        '<img src="x" onerror="window.pwned = 2"> see [the guide](https://example.com/guide).\n'
+    )
+    with server.client() as http, paper.open("rb") as fh:
+        accepted = http.post("/v1/documents", files={"file": ("hostile.md", fh, "text/markdown")}).json()
+        job = wait_job(http, accepted["job_id"])
+    assert job["state"] == "done", job
+    try:
+        browser.get(server.url + "/")
+        wait(browser, lambda d: "Tomatoes" in d.find_element(By.ID, "paper-list").text, "the papers list")
+        listed = browser.find_element(By.ID, "paper-list")
+        assert "<b>Bold</b>" in listed.text
+        answer = ask(browser, 'How often do <img src=x onerror="window.pwned=3"> tomato plants need watering?')
+        assert "<img src=x" in browser.find_elements(By.CSS_SELECTOR, ".message.user")[-1].text
+        assert "<script>" in answer.text or "Tomato" in answer.text
+        tags = ("b", "a", "img", "script")
+        markup = browser.find_elements(By.CSS_SELECTOR, ", ".join(f"#paper-list {t}, .messages {t}" for t in tags))
+        assert markup == []
+        assert browser.execute_script("return window.pwned === undefined")
+    finally:
+        with server.client() as http:
+            http.delete(f"/v1/documents/{job['doc_id']}")
