@@ -57,6 +57,13 @@ def wait(driver: WebDriver, condition: object, what: str, seconds: float = WAIT)
         pytest.fail(f"{what} did not happen in {seconds} s; errors shown: {errors}")
 
 
+def open_with_key(driver: WebDriver, server: Served, path: str) -> None:
+    """Open `path` in a tab that already holds the key (as after the key dialog), whatever ran before."""
+    driver.get(server.url + "/healthz")
+    driver.execute_script("sessionStorage.setItem('paperscope.apiKey', arguments[0])", KEY)
+    driver.get(server.url + path)
+
+
 def ask(driver: WebDriver, question: str) -> WebElement:
     """Type the question, press Enter, and wait for its answer (the message with its sources)."""
     before = len(driver.find_elements(By.CSS_SELECTOR, ".message.assistant"))
@@ -82,6 +89,8 @@ def answer_number(driver: WebDriver, n: int) -> WebElement:
 def test_ask_read_the_answer_and_see_the_evidence_on_the_page(
     browser: WebDriver, server: Served, sample_pdf_ids: dict[str, str], tmp_path: Path
 ) -> None:
+    browser.get(server.url + "/healthz")
+    browser.execute_script("sessionStorage.clear()")
     browser.get(server.url + "/")
     # The papers list needs the key: the page asks for it once and keeps it for the tab.
     key = wait(browser, lambda d: d.find_element(By.ID, "key-input").is_displayed(), "the key dialog")
@@ -137,7 +146,7 @@ def test_ask_read_the_answer_and_see_the_evidence_on_the_page(
 
 def test_a_link_asks_at_once(browser: WebDriver, server: Served, sample_pdf_ids: dict[str, str]) -> None:
     question = "How many GPUs were used to pretrain Marten-1B?"
-    browser.get(f"{server.url}/?q={quote(question)}")  # the key is kept for the tab: not asked again
+    open_with_key(browser, server, f"/?q={quote(question)}")  # the key is kept for the tab: not asked again
     answer = answer_number(browser, 0)
     assert not browser.find_element(By.ID, "key-dialog").is_displayed()
     assert browser.find_element(By.CSS_SELECTOR, ".message.user").text == question
@@ -160,7 +169,7 @@ def test_text_from_papers_and_questions_is_shown_as_text(
         job = wait_job(http, accepted["job_id"])
     assert job["state"] == "done", job
     try:
-        browser.get(server.url + "/")
+        open_with_key(browser, server, "/")
         wait(browser, lambda d: "Tomatoes" in d.find_element(By.ID, "paper-list").text, "the papers list")
         listed = browser.find_element(By.ID, "paper-list")
         assert "<b>Bold</b>" in listed.text
@@ -170,6 +179,18 @@ def test_text_from_papers_and_questions_is_shown_as_text(
         tags = ("b", "a", "img", "script")
         markup = browser.find_elements(By.CSS_SELECTOR, ", ".join(f"#paper-list {t}, .messages {t}" for t in tags))
         assert markup == []
+        # Its chunk opened from the source list: a text file has no page to draw, its text is shown as text.
+        cite = next(
+            c
+            for c in answer.find_elements(By.CSS_SELECTOR, ".source .cite")
+            if c.get_attribute("data-citation").startswith(job["doc_id"])
+        )
+        cite.click()
+        note = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#page-frame .no-pages"), "the no-pages note")
+        assert isinstance(note, list) and note[0].text == "This paper was read from a text file: no pages to show."
+        neighbours = browser.find_element(By.ID, "neighbours")
+        assert "<script>window.pwned = 1</script>" in neighbours.text
+        assert neighbours.find_elements(By.CSS_SELECTOR, "script, img, a") == []
         assert browser.execute_script("return window.pwned === undefined")
     finally:
         with server.client() as http:

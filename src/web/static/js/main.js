@@ -17,7 +17,6 @@ function promptForKey(reason) {
       dialog.removeEventListener("close", onClose);
       $("key-cancel").removeEventListener("click", onCancel);
       if (dialog.open) dialog.close();
-      updateKeyButton();
       resolve(key);
     };
     const onClose = () => done(dialog.returnValue === "ok" && input.value.trim() ? input.value.trim() : null);

@@ -44,7 +44,7 @@ export class PapersPanel {
       return;
     }
     for (const row of rows) {
-      const facts = [row.year, row.pages ? `${row.pages} pages` : null].filter(Boolean).join(" · ");
+      const facts = [row.year, row.pages ? `${row.pages} page${row.pages === 1 ? "" : "s"}` : null].filter(Boolean).join(" · ");
       const remove = el("button", {
         type: "button",
         class: "link danger",
@@ -101,7 +101,7 @@ export class PapersPanel {
           item.classList.add(job.state);
           break;
         }
-        state.textContent = stage || job.state;
+        state.textContent = total ? `${stage} ${done || 0}/${total}` : stage || job.state;
         if (total) {
           bar.max = total;
           bar.value = done || 0;

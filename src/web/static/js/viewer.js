@@ -98,6 +98,8 @@ export class Viewer {
     $("page-prev").disabled = page <= 1;
     $("page-next").disabled = Boolean(pages) && page >= pages;
     const ticket = ++this.loading;
+    this.frame.querySelector(".no-pages")?.remove();
+    this.image.hidden = false;
     this.image.removeAttribute("src");
     this.image.alt = `loading page ${page}…`;
     delete this.image.dataset.page;
@@ -119,7 +121,16 @@ export class Viewer {
     } catch (error) {
       if (ticket !== this.loading) return;
       this.image.alt = "";
-      showError(this.error, error.message);
+      if (error.code === "not_a_pdf") {
+        // Read from Markdown or text: there is no page to draw; the chunks below are the evidence.
+        this.image.hidden = true;
+        this.frame.prepend(el("p", { class: "no-pages", text: "This paper was read from a text file: no pages to show." }));
+        $("page-label").textContent = "";
+        $("page-prev").disabled = $("page-next").disabled = true;
+        showError(this.error, "");
+      } else {
+        showError(this.error, error.message);
+      }
     }
   }
 
