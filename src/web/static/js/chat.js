@@ -7,6 +7,8 @@ import { $, el, pagesLabel } from "./dom.js";
 // [1], [2, 3], [1-2] as the answer writes them; other brackets stay text.
 const CITE = /\[(\d+(?:\s*[,;–-]\s*\d+)*)\]/g;
 const TRACK = { A: "one paper", B: "across papers", NONE: "not in the knowledge base" };
+// Messages sent as history: the server reads the last 10 answers, and refuses over 200 messages.
+const HISTORY = 20;
 
 export class Chat {
   /** onCite(source): open the cited chunk's page. */
@@ -47,7 +49,7 @@ export class Chat {
     const message = el("li", { class: "message assistant", "aria-busy": "true" }, status, body);
     this.messages.append(message);
     message.scrollIntoView({ block: "end" });
-    const history = this.history.slice();
+    const history = this.history.slice(-HISTORY);
     let answer = null;
     let failure = null;
     try {
