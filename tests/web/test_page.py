@@ -101,6 +101,7 @@ def test_ask_read_the_answer_and_see_the_evidence_on_the_page(
     assert browser.execute_script("return sessionStorage.getItem('paperscope.apiKey')") == KEY
 
     answer = ask(browser, QUESTION)
+    assert int(answer.get_attribute("data-tokens")) >= 1  # the text came as the stream's token events
     text = answer.find_element(By.CSS_SELECTOR, ".text").text
     assert "FlashRank" in text and "[1]" in text
     sources = answer.find_elements(By.CSS_SELECTOR, ".source")

@@ -56,7 +56,10 @@ export class Chat {
       await streamChat({ query, history }, (event) => {
         if (event.type === "progress") status.textContent = [event.stage, event.detail].filter(Boolean).join(": ");
         else if (event.type === "tool") status.textContent = `called ${event.tool} (${event.seconds.toFixed(2)} s)`;
-        else if (event.type === "token") body.append(document.createTextNode(event.text));
+        else if (event.type === "token") {
+          body.append(document.createTextNode(event.text));
+          message.dataset.tokens = String(Number(message.dataset.tokens || 0) + 1); // pieces streamed in
+        }
         else if (event.type === "answer") answer = event.answer;
         else if (event.type === "error") failure = event.message;
       });
