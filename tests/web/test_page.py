@@ -196,3 +196,28 @@ def test_text_from_papers_and_questions_is_shown_as_text(
     finally:
         with server.client() as http:
             http.delete(f"/v1/documents/{job['doc_id']}")
+
+
+def test_upload_follows_the_job_and_remove_takes_the_paper_away(
+    browser: WebDriver, server: Served, sample_pdfs: dict[str, Path], tmp_path: Path
+) -> None:
+    pdf = tmp_path / "tabretriever-copy.pdf"  # bytes of its own: a new paper, whatever other tests uploaded
+    pdf.write_bytes(sample_pdfs["tabretriever"].read_bytes() + b"\n%a copy for the upload test\n")
+    open_with_key(browser, server, "/")
+    wait(browser, lambda d: "FlashRank" in d.find_element(By.ID, "paper-list").text, "the papers list")
+    browser.find_element(By.ID, "upload-input").send_keys(str(pdf))
+    item = wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#uploads .upload-item.done"), "the ingest job")
+    assert isinstance(item, list) and item[0].find_element(By.CSS_SELECTOR, ".job-file").text == pdf.name
+    assert item[0].find_element(By.CSS_SELECTOR, ".job-state").text == "ingested"
+    row = wait(
+        browser,
+        lambda d: next((r for r in d.find_elements(By.CSS_SELECTOR, ".paper") if "TabRetriever" in r.text), False),
+        "the uploaded paper in the list",
+    )
+    assert isinstance(row, WebElement) and "ready" in row.text
+    doc_id = row.get_attribute("data-doc-id")
+    row.find_element(By.CSS_SELECTOR, "button.danger").click()
+    browser.switch_to.alert.accept()
+    wait(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f".paper[data-doc-id='{doc_id}']"), "the removal")
+    with server.client() as http:
+        assert doc_id not in {p["doc_id"] for p in http.get("/v1/documents").json()}
