@@ -187,6 +187,27 @@ def check_scope(question: str, paper: list[str] | None, section: list[str] | Non
         raise fail(exc) from None
 
 
+TransformOption = Annotated[
+    str | None,
+    typer.Option(
+        "--transform",
+        help="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query.",
+    ),
+]
+
+
+def check_model_needs(settings: Settings) -> None:
+    """Query transforms and reflection call the chat model: without one configured, one line and stop."""
+    wants = [f"--transform {','.join(settings.retrieval.transforms)}"] if settings.retrieval.transforms else []
+    if settings.reflection.enabled:
+        wants.append("--reflect")
+    if wants and not settings.llm.model:
+        raise fail(
+            f"{' and '.join(wants)} need{'s' if len(wants) == 1 else ''} a chat model: set PAPERSCOPE_LLM_MODEL "
+            "(and OPENAI_BASE_URL for a local server)"
+        )
+
+
 def llm_warning(line: str) -> None:
     """The one line that says the model failed, on stderr (stdout stays the answer or clean JSON)."""
     err_console.print(f"[yellow]warning:[/yellow] {markup(line)}", highlight=False, soft_wrap=True)

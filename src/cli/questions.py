@@ -13,7 +13,9 @@ from ..errors import ConfigError, PaperscopeError
 from ..terminal import markup
 from .common import (
     KbOption,
+    TransformOption,
     app,
+    check_model_needs,
     check_scope,
     console,
     err_console,
@@ -46,6 +48,10 @@ def ask(
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
+    transform: TransformOption = None,
+    reflect: Annotated[
+        bool, typer.Option("--reflect", help="Score the answer with the model and retry below reflection.min_score.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
 ) -> None:
     """Answer a question from the papers, with numbered sources.
@@ -55,7 +61,8 @@ def ask(
     """
     from ..agent.searcher import AgenticSearcher
 
-    settings = settings_for(kb)
+    settings = settings_for(kb, retrieval={"transforms": transform}, reflection={"enabled": reflect or None})
+    check_model_needs(settings)
     check_scope(question, paper, section)
     if no_agent or paper or section or k:
         settings.agent.enable_agentic_rag = False
@@ -95,6 +102,7 @@ def retrieve(
         str | None, typer.Option("--rerank", help="cross-encoder:<path>, http(s)://.../rerank[#model], or llm.")
     ] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to return.")] = None,
+    transform: TransformOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the retrieval as JSON.")] = False,
 ) -> None:
     """The ranked evidence for a question, without an answer: what ask would read, with citations and scores.
@@ -102,21 +110,26 @@ def retrieve(
     Routed as ask routes it (one paper, the field, or none); --paper searches only that paper (several are
     compared), --section only those sections.
     """
-    from ..agent.llm import make_chat_model
+    from ..agent.llm import make_chat_model, question_scope
     from ..rag.engine import Engine
     from ..rag.filters import SearchFilter
 
-    settings = settings_for(kb, retrieval={"retriever": retriever, "rerank": rerank, "k": k})
+    settings = settings_for(
+        kb, retrieval={"retriever": retriever, "rerank": rerank, "k": k, "transforms": transform}
+    )
+    check_model_needs(settings)
     check_scope(question, paper, section)
     try:
         with open_kb(settings, warn=True) as store:
             doc_ids = resolve_doc_ids(store, paper, settings.store.kb) if paper else None
-            chat_model = make_chat_model(settings.llm) if settings.retrieval.rerank == "llm" else None
+            needs_model = settings.retrieval.rerank == "llm" or bool(settings.retrieval.transforms)
+            chat_model = make_chat_model(settings.llm) if needs_model else None
             if settings.retrieval.rerank == "llm" and chat_model is None:
                 raise ConfigError("--rerank llm needs a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
             engine = Engine(store, settings, chat_model)
             scope = SearchFilter(doc_ids=doc_ids, categories=section or None)
-            found = engine.retrieve(question, scope, settings.retrieval.k)
+            with question_scope(chat_model):  # the transforms' calls share the question's budget
+                found = engine.retrieve(question, scope, settings.retrieval.k)
     except (PaperscopeError, ValueError) as exc:
         raise fail(exc) from None
     if as_json:
@@ -133,6 +146,10 @@ def retrieve(
         )
         flat = " ".join(hit.text.split())
         console.print(terminal.text(flat if len(flat) <= 400 else flat[:399] + "…"), soft_wrap=True)
+    from ..chat import generated_lines
+
+    for line in generated_lines(found.generated):
+        console.print(f"[dim]{markup(line)}[/dim]", soft_wrap=True)
     for note in found.notes:
         console.print(f"[yellow]note:[/yellow] {markup(note)}", soft_wrap=True)
 
@@ -143,12 +160,17 @@ def chat(
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
+    transform: TransformOption = None,
+    reflect: Annotated[
+        bool, typer.Option("--reflect", help="Score each answer with the model and retry below reflection.min_score.")
+    ] = False,
 ) -> None:
     """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers."""
     from ..agent.searcher import AgenticSearcher
     from ..chat import chat_loop
 
-    settings = settings_for(kb)
+    settings = settings_for(kb, retrieval={"transforms": transform}, reflection={"enabled": reflect or None})
+    check_model_needs(settings)
     if no_agent:
         settings.agent.enable_agentic_rag = False
     try:
