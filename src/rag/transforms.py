@@ -96,9 +96,10 @@ def same_query(a: str, b: str) -> bool:
 
 
 def script_of(text: str) -> str:
-    """"cjk" when most letters of `text` are Chinese, Japanese or Korean, else "latin"."""
+    """"cjk" when Chinese, Japanese or Korean carry more of `text` than Latin letters (a CJK character counts as
+    three letters: it says about as much as a short word), else "latin"."""
     cjk, latin = len(_CJK.findall(text)), len(_LATIN.findall(text))
-    return "cjk" if cjk > latin else "latin"
+    return "cjk" if 3 * cjk > latin else "latin"
 
 
 def papers_language(papers: Sequence[PaperRecord]) -> tuple[str, str]:
