@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
+from ..rag.cues import STOPWORDS
 from .question_type import Ask, question_type
 
 # --- numbers ---------------------------------------------------------------------------------------------------
@@ -85,6 +86,7 @@ class Figure:
     # numbers: (value, tolerance) pairs it may stand for: "4k" is 4000 or 4096, "93.5%" 93.5 or 0.935, and a
     # figure written with d decimals matches a source's value that rounds to it.
     readings: tuple[tuple[float, float], ...] = ()
+    span: tuple[int, int] = (0, 0)  # numbers: where it stands in the text checked
 
 
 def _readings(m: re.Match[str]) -> tuple[tuple[float, float], ...]:
@@ -109,7 +111,7 @@ def numbers(text: str) -> list[Figure]:
             continue
         if not m.group("scale") and _NAME_AFTER.match(text, m.end("num")):
             continue
-        found.append(Figure("number", m.group(0).strip(), _readings(m)))
+        found.append(Figure("number", m.group(0).strip(), _readings(m), (m.start(), m.end())))
     return found
 
 
@@ -256,29 +258,53 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
+def _stems(text: str) -> set[str]:
+    """Words of 3+ letters, lower-case, a plural "s" dropped: "windows" and "window" are one word here."""
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in re.findall(r"[a-z][a-z0-9-]{2,}", text.lower())}
+
+
+_FILLER = STOPWORDS | {"ha", "wa", "thi"}  # stopwords, also as _stems leaves them ("has", "was", "this")
+
+
+def _about(sentence: str, fig: Figure, asked: set[str]) -> bool:
+    """Whether a number is the figure the question asks for: the words just before it (back to a citation or
+    another number) or the one or two after it name something the question names ("a window size of 128" for
+    "what window size"; not "on 256 GPUs" for "how many tokens")."""
+    start, end = fig.span
+    before = re.split(r"\]|\d", sentence[max(0, start - 40) : start])[-1]
+    after = " ".join(sentence[end : end + 30].split()[:2])
+    return bool((_stems(before) | _stems(after)) - _FILLER & asked)
+
+
 def check(answer: str, evidence: Sequence[str], question: str = "") -> GroundingReport:
     """Check the figures of `answer` against the `evidence` texts read (and the question's own words)."""
     index = EvidenceIndex.of([*evidence, question])
+    asks = question_type(question).asks if question else frozenset()
+    asked = _stems(question) - _FILLER
     report = GroundingReport()
-    kinds_missing: set[str] = set()
+    key = False
+    numbers_found = numbers_checked = 0
     for start, end in _sentences(answer):
         sentence = answer[start:end]
         missing: list[str] = []
         for fig in [*numbers(sentence), *names(sentence)]:
             report.figures += 1
+            numbers_checked += fig.kind == "number"
             if index.holds(fig):
                 report.found += 1
+                numbers_found += fig.kind == "number"
+                continue
+            missing.append(fig.text)
+            if fig.kind == "number":
+                key = key or (Ask.NUMBER in asks and _about(sentence, fig, asked))
             else:
-                missing.append(fig.text)
-                kinds_missing.add(fig.kind)
+                key = key or bool(asks & {Ask.ENTITY, Ask.PERSON})
         if missing:
             report.unsupported.append(UnsupportedClaim(sentence=sentence.strip(), missing=list(dict.fromkeys(missing))))
     if report.unsupported:
-        asks = question_type(question).asks if question else frozenset()
-        asked = ("number" in kinds_missing and Ask.NUMBER in asks) or (
-            kinds_missing & {"name", "citation"} and asks & {Ask.ENTITY, Ask.PERSON}
-        )
-        report.key_unsupported = bool(asked) or report.found * 2 < report.figures
+        # The figures asked for, or most of what the answer states, or every number of a number question.
+        every_number = Ask.NUMBER in asks and numbers_checked > 0 and numbers_found == 0
+        report.key_unsupported = key or every_number or report.found * 2 < report.figures
     return report
 
 
