@@ -44,6 +44,10 @@ _SCALE = {
     "billion": (1e9,),
     "t": (1e12,),
     "trillion": (1e12,),
+    "千": (1e3,),
+    "万": (1e4,),
+    "百万": (1e6,),
+    "亿": (1e8,),
 }
 _UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
 _WORD_NUMBERS = {w: float(i) for i, w in enumerate([*_UNITS.split(), "seventeen", "eighteen", "nineteen", "twenty"])}
@@ -52,8 +56,8 @@ _WORD_NUMBERS |= {"twice": 2.0, "double": 2.0, "triple": 3.0, "half": 0.5, "doze
 # A number as written: "4,096", "4 096", "93.5", ".5", with an optional scale ("4k", "1.2 million"), a
 # percent sign or word, or a multiplier ("10x").
 _NUMBER = re.compile(
-    r"(?<![\w.,])(?P<num>\d{1,3}(?:[,\u2009\u202f]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
-    r"(?:\s?(?P<scale>[kKMBT](?![a-zA-Z])|thousand|million|mn|billion|bn|trillion)\b)?"
+    r"(?<![A-Za-z0-9_.,])(?P<num>\d{1,3}(?:[,\u2009\u202f]\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?:\s?(?P<scale>[kKMBT](?![a-zA-Z])|thousand|million|mn|billion|bn|trillion)\b|(?P<cjk>百万|千|万|亿))?"
     r"(?P<pct>\s?(?:%|percent\b|per\s?cent\b))?"
     r"(?:\s?[x×](?![a-zA-Z]))?"
 )
@@ -94,7 +98,7 @@ def _readings(m: re.Match[str]) -> tuple[tuple[float, float], ...]:
     base = _value(num)
     decimals = len(num.split(".", 1)[1]) if "." in num else 0
     half = 0.5 * 10**-decimals
-    scales = _SCALE.get((m.group("scale") or "").lower(), (1.0,))
+    scales = _SCALE.get((m.group("scale") or m.group("cjk") or "").lower(), (1.0,))
     out = [(base * s, half * s) for s in scales]
     if m.group("pct"):
         out.append((base / 100, half / 100))
@@ -109,7 +113,7 @@ def numbers(text: str) -> list[Figure]:
         before = text[max(0, m.start() - 14) : m.start()]
         if _LABEL_BEFORE.search(before) or _NAME_BEFORE.search(before):
             continue
-        if not m.group("scale") and _NAME_AFTER.match(text, m.end("num")):
+        if not (m.group("scale") or m.group("cjk")) and _NAME_AFTER.match(text, m.end("num")):
             continue
         found.append(Figure("number", m.group(0).strip(), _readings(m), (m.start(), m.end())))
     return found
@@ -222,16 +226,22 @@ class EvidenceIndex:
 
     plain: str
     values: list[float] = field(default_factory=list)
+    cjk: bool = False  # the evidence holds Chinese, Japanese or Korean text
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> EvidenceIndex:
         joined = "\n".join(texts)
-        return cls(plain=f" {_plain(joined)} ", values=_all_values(_plain_numbers(joined)))
+        return cls(
+            plain=f" {_plain(joined)} ", values=_all_values(_plain_numbers(joined)), cjk=bool(_CJK.search(joined))
+        )
 
     def holds(self, fig: Figure) -> bool:
         if fig.kind == "number":
             return _number_found(fig, self.values)
         return _name_found(fig, self.plain)
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
 def _plain_numbers(text: str) -> str:
@@ -288,6 +298,8 @@ def check(answer: str, evidence: Sequence[str], question: str = "") -> Grounding
         sentence = answer[start:end]
         missing: list[str] = []
         for fig in [*numbers(sentence), *names(sentence)]:
+            if fig.kind != "number" and _CJK.search(fig.text) and not index.cjk:
+                continue  # a name the answer translated cannot be looked up in papers in another script
             report.figures += 1
             numbers_checked += fig.kind == "number"
             if index.holds(fig):

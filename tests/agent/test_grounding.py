@@ -75,3 +75,12 @@ def test_one_stray_figure_in_a_supported_answer_is_marked_but_not_key() -> None:
 def test_an_answer_without_figures_scores_full() -> None:
     report = check("The paper studies retrieval.", [SOURCE], "What is it about?")
     assert report.figures == 0 and report.score == 10.0 and mark("x", report) == "x" and notes(report) == []
+
+
+def test_an_answer_in_chinese_is_checked_against_english_sources() -> None:
+    found = check("FlashRank 使用了120万个查询 [1]，窗口为4096。", [SOURCE], "FlashRank 用了多少查询？")
+    assert found.figures == 2 and found.found == 2  # 120万 = 1.2 million
+    invented = check("它使用了300万个查询。", [SOURCE], "FlashRank 用了多少查询？")
+    assert invented.missing == ["300万"] and invented.key_unsupported
+    # A name the answer translated cannot be looked up in English papers: it is not held against it.
+    assert check("它被称为“密集段落检索”。", [SOURCE], "它叫什么？").figures == 0
