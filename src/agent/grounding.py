@@ -289,6 +289,7 @@ def _about(sentence: str, fig: Figure, asked: set[str]) -> bool:
 def check(answer: str, evidence: Sequence[str], question: str = "") -> GroundingReport:
     """Check the figures of `answer` against the `evidence` texts read (and the question's own words)."""
     index = EvidenceIndex.of([*evidence, question])
+    index.cjk = any(_CJK.search(e) for e in evidence)  # the papers' script, not the question's
     asks = question_type(question).asks if question else frozenset()
     asked = _stems(question) - _FILLER
     report = GroundingReport()
