@@ -198,13 +198,15 @@ TransformOption = Annotated[
 
 def check_model_needs(settings: Settings) -> None:
     """Query transforms and reflection call the chat model: without one configured, one line and stop."""
-    wants = [f"--transform {','.join(settings.retrieval.transforms)}"] if settings.retrieval.transforms else []
+    wants = []
+    if names := settings.retrieval.transforms:
+        wants.append(f"query transform{'s' if len(names) > 1 else ''} {', '.join(names)}")
     if settings.reflection.enabled:
-        wants.append("--reflect")
+        wants.append("reflection")
     if wants and not settings.llm.model:
         raise fail(
-            f"{' and '.join(wants)} need{'s' if len(wants) == 1 else ''} a chat model: set PAPERSCOPE_LLM_MODEL "
-            "(and OPENAI_BASE_URL for a local server)"
+            f"{' and '.join(wants)} need{'s' if len(wants) == 1 and len(names) <= 1 else ''} a chat model: set "
+            "PAPERSCOPE_LLM_MODEL (and OPENAI_BASE_URL for a local server)"
         )
 
 
