@@ -125,7 +125,9 @@ def test_multi_query_searches_each_query_and_fuses_the_rankings(engine_with: Sta
     assert len(ran(found, "retriever", "bm25")) == 3 and ran(found, "postprocessor", "fuse") == [
         {"rankings": 3, "kept": ran(found, "postprocessor", "fuse")[0]["kept"]}
     ]
-    assert len(server.requests) == 1 and server.requests[0]["max_completion_tokens"] == 256
+    # The transform's own cap, sent both ways (local servers read max_tokens), below llm.max_tokens (512).
+    assert len(server.requests) == 1
+    assert server.requests[0]["max_completion_tokens"] == server.requests[0]["max_tokens"] == 256
     assert "1.2 million" in " ".join(c.text for c in found.chunks)
 
 
