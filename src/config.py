@@ -22,10 +22,10 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from .backend_logs import LOG_ENV
 from .errors import ConfigError
@@ -39,6 +39,8 @@ _OWN_ENV = ("PAPERSCOPE_LLM_MODEL", "PAPERSCOPE_API_KEY", "PAPERSCOPE_SERVER", L
 
 #: A knowledge base's name: it starts Milvus collection names (`{kb}_chunks`, `{kb}_papers`).
 KB_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,47}$"
+# The query transforms that call the chat model (rag/transforms.py registers each).
+QUERY_TRANSFORMS = ("rewrite", "multi-query", "hyde", "self-query")
 
 
 class _Part(BaseModel):
@@ -128,6 +130,45 @@ class RetrievalSettings(_Part):
         le=20,
         description="Track B over papers the question names: passages per paper (else 1; 3 to a leader).",
     )
+    transforms: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query "
+        "(none by default: with small models they cost time and do not help; see README).",
+    )
+    transform_queries: int = Field(3, ge=1, le=10, description="rewrite, multi-query: most queries the model writes.")
+    transform_max_tokens: int = Field(
+        256, ge=16, le=4096, description="Most tokens of a transform's reply (the model's llm.max_tokens caps it too)."
+    )
+    hyde_trigger: Literal["always", "weak"] = Field(
+        "always",
+        description="hyde: write the passage for every question, or only when the question's own search covers few "
+        "of its words (weak).",
+    )
+    hyde_retriever: str = Field(
+        "dense", description="hyde: the retriever that searches the hypothetical passage (dense, bm25, hybrid, ...)."
+    )
+
+    @field_validator("transforms", mode="before")
+    @classmethod
+    def _transform_names(cls, value: Any) -> Any:
+        """"hyde, multi-query" or ["hyde"]: known names, each once, in the order given."""
+        if value is None:
+            return []
+        if isinstance(value, str) and value.strip().startswith("["):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError(f"not a JSON list: {value[:60]!r}") from None
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise ValueError("give transform names as a list or comma-separated")
+        names = [str(n).strip().lower().replace("_", "-") for n in items if str(n).strip()]
+        for n in names:
+            if n not in QUERY_TRANSFORMS:
+                close = difflib.get_close_matches(n, QUERY_TRANSFORMS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown transform {n!r}{hint} (one of: {', '.join(QUERY_TRANSFORMS)})")
+        return list(dict.fromkeys(names))
 
 
 class LLMSettings(_Part):
@@ -159,6 +200,19 @@ class AgentSettings(_Part):
         "auto",
         description="System prompt: full, compact (for small models and short contexts), or auto: compact when "
         "the endpoint's context length is known and under 16k tokens.",
+    )
+
+
+class ReflectionSettings(_Part):
+    enabled: bool = Field(
+        False, description="Score each answer with the chat model and the grounding check; retry below min_score."
+    )
+    max_rounds: int = Field(3, ge=1, le=10, description="Answers written at most (the first included).")
+    min_score: float = Field(7.0, ge=1.0, le=10.0, description="Overall score (1-10) an answer needs to stand.")
+    retry: Literal["expand", "rewrite", "both"] = Field(
+        "both",
+        description="How a weak answer is retried: expand (more passages, wider windows), rewrite (the model rewrites "
+        "the search from what the answer missed) or both.",
     )
 
 
@@ -194,6 +248,9 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and context.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Chat model (optional).")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The agent loop.")
+    reflection: ReflectionSettings = Field(
+        default_factory=ReflectionSettings, description="Answers scored and retried (optional; needs the chat model)."
+    )
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="The HTTP server (paperscope serve).")
 
     def with_overrides(self, **parts: dict[str, Any]) -> Settings:

@@ -11,6 +11,7 @@ from ..rag.registry import OperatorRun
 from ..rag.retrieval import Models
 from ..rag.route import Route
 from ..rag.store import StoredChunk
+from .grounding import GroundingReport
 
 
 class Source(BaseModel):
@@ -85,6 +86,30 @@ class TraceStep(BaseModel):
     from_text: bool = Field(False, description="True when the model wrote the call as text, not as a tool call.")
 
 
+class ReflectionRound(BaseModel):
+    """One answer the reflection loop wrote and scored."""
+
+    round: int = Field(description="1 for the first answer.")
+    retry: str = Field(description="How this round searched: initial, expand, rewrite, or expand+rewrite.")
+    query: str = Field(description="The query searched (the question, or its rewrite).")
+    k: int = Field(0, description="Evidence passages drawn on (0: the agent chose).")
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="1-10: accuracy, completeness, relevance, support (the model's), grounding."
+    )
+    score: float = Field(0.0, description="The mean of the scores: what is compared with reflection.min_score.")
+    missing: str = Field("", description="What the model said the answer lacks.")
+    note: str = Field("", description="Why a score is missing (the model failed, or wrote no scores).")
+
+
+class Reflection(BaseModel):
+    """What the reflection loop did: every round's scores, what was retried, which answer was kept."""
+
+    rounds: list[ReflectionRound] = Field(default_factory=list)
+    kept: int = Field(1, description="The round whose answer is given (the best score).")
+    min_score: float = 7.0
+    stopped: str = Field("", description="Why the loop ended: the score was reached, max_rounds, or a failure.")
+
+
 class Answer(BaseModel):
     """An answer with its sources, the path it took, and how long it took."""
 
@@ -111,6 +136,18 @@ class Answer(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict, description="Token usage when the model reports it.")
     turns: int = Field(0, description="Model turns of an agent run.")
     llm_error: str | None = Field(None, description="One line naming the model and endpoint when the model failed.")
+    generated_queries: list[str] = Field(
+        default_factory=list, description="Queries the rewrite and multi-query transforms wrote (searched)."
+    )
+    hyde_queries: list[str] = Field(default_factory=list, description="Passages the hyde transform wrote (searched).")
+    semantic_query: str | None = Field(None, description="The topic self-query searched in place of the question.")
+    parsed_filters: dict[str, Any] = Field(
+        default_factory=dict, description="The filters self-query found and validated (years, doc_ids, sections)."
+    )
+    grounding: GroundingReport | None = Field(
+        None, description="The check of the model's figures against the evidence read (None for extracted answers)."
+    )
+    reflection: Reflection | None = Field(None, description="The reflection loop's rounds, when it ran.")
 
     @property
     def track_label(self) -> str:

@@ -47,6 +47,9 @@ class RunState:
         """`on_record` hears of every step as it is recorded (a server streams the tool calls as they end)."""
         self.seen: dict[str, StoredChunk] = {}
         self.trace: list[TraceStep] = []
+        # What the query transforms generated for the run's searches (the answer's monitoring fields).
+        self.generated: dict[str, list[str]] = {"generated_queries": [], "hyde_queries": []}
+        self.notes: list[str] = []
         self.labels = labels or PaperLabels()
         self.on_record = on_record
         self._lock = threading.Lock()
@@ -76,6 +79,13 @@ class RunState:
         results: list[str] = getattr(self._call, "results", None) or []
         self._call.results = None
         return list(dict.fromkeys(results))
+
+    def add_generated(self, fields: dict[str, Any], notes: Sequence[str] = ()) -> None:
+        """Keep what a search's query transforms generated (each query once) and their notes."""
+        with self._lock:
+            for key, kept in self.generated.items():
+                kept.extend(q for q in fields.get(key) or [] if q not in kept)
+            self.notes.extend(n for n in notes if n not in self.notes)
 
     def record(self, step: TraceStep) -> None:
         with self._lock:
@@ -182,7 +192,9 @@ class AgentTools:
         id and start of its abstract. Start here to learn which papers matter, then search inside them with
         search_by_section.
         """
-        found = self.engine.find_papers(query, k)
+        generated = self.engine.transform(query, self_query=False)
+        self.state.add_generated(generated.fields(), generated.notes)
+        found = self.engine.find_papers(query, k, generated=generated)
         if not found:
             return "No paper matches. Try other words."
         self.state.remember([c for c, _ in found])
@@ -211,7 +223,9 @@ class AgentTools:
             except ValueError:
                 raise BadToolCall(f"unknown category {category!r}; use one of {CATEGORY_NAMES}") from None
         doc_ids = [self._paper(doc_id).doc_id] if doc_id else None
-        hits = self.engine.search(query, SearchFilter(doc_ids=doc_ids, categories=cats), k).chunks
+        result = self.engine.search(query, SearchFilter(doc_ids=doc_ids, categories=cats), k)
+        self.state.add_generated(result.generated, result.notes)
+        hits = result.chunks
         if not hits:
             scope = " in that paper" if doc_id else ""
             return f"No passage found{scope}{' under ' + cats[0].name if cats else ''}. Try other words or no category."

@@ -177,6 +177,36 @@ def check_scope(question: str, paper: list[str] | None, section: list[str] | Non
         raise fail(exc) from None
 
 
+TransformOption = Annotated[
+    str | None,
+    typer.Option(
+        "--transform",
+        help="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query.",
+    ),
+]
+
+
+def transform_names(given: str | None) -> list[str] | None:
+    """`--transform a,b` as the names it lists (None when not given)."""
+    if given is None:
+        return None
+    return [name.strip() for name in given.split(",") if name.strip()]
+
+
+def check_model_needs(settings: Settings) -> None:
+    """Query transforms and reflection call the chat model: without one configured, one line and stop."""
+    wants = []
+    if names := settings.retrieval.transforms:
+        wants.append(f"query transform{'s' if len(names) > 1 else ''} {', '.join(names)}")
+    if settings.reflection.enabled:
+        wants.append("reflection")
+    if wants and not settings.llm.model:
+        raise fail(
+            f"{' and '.join(wants)} need{'s' if len(wants) == 1 and len(names) <= 1 else ''} a chat model: set "
+            "PAPERSCOPE_LLM_MODEL (and OPENAI_BASE_URL for a local server)"
+        )
+
+
 def llm_warning(line: str) -> None:
     """The one line that says the model failed, on stderr (stdout stays the answer or clean JSON)."""
     err_console.print(f"[yellow]warning:[/yellow] {markup(line)}", highlight=False, soft_wrap=True)
