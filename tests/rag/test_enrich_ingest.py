@@ -331,6 +331,10 @@ def test_the_cli_prints_the_cost_first_and_a_dry_run_calls_nothing(
 
     result = runner.invoke(app, ["ingest", str(source), "--enrich", "questions,headers", "--force", "--dry-run"])
     assert result.exit_code == 0 and "0 model calls (" in result.stderr  # all cached
+    result = runner.invoke(app, ["config", "--kb", "papers", "--set", "enrichment.strategies=headers,summaries"])
+    assert result.exit_code == 0, result.stderr
+    result = runner.invoke(app, ["ingest", str(source), "--force", "--dry-run"])  # the knowledge base's own choice
+    assert result.exit_code == 0 and "enrich (summaries, headers): 1 papers" in result.stderr
     result = runner.invoke(app, ["ingest", str(source), "--enrich", "questionz"])
     assert result.exit_code == 1 and "unknown enrichment 'questionz'; did you mean 'questions'" in result.stderr
 
