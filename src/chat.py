@@ -229,6 +229,10 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
         f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · cited chunk {s.chunk_index} · {escape(s.citation)}[/dim]",
         highlight=False,
     )
+    if ":raptor:" in s.citation:  # a summary node written at ingest: no neighbours to read, its text is all
+        console.print("[dim](a summary written at ingest by a language model, over the chunks above)[/dim]")
+        console.print(terminal.text(s.text), highlight=False)
+        return
     try:
         chunks = runner.store.get_context_window(s.doc_id, s.chunk_index, window_size=SOURCE_WINDOW)
     except (PaperscopeError, ValueError) as exc:

@@ -95,7 +95,8 @@ class RetrievalSettings(_Part):
     retriever: str = Field(
         "bm25",
         description="Retriever: bm25 (the default: best on real papers), dense, hybrid[:rrf|:weighted] (dense + BM25 "
-        "in Milvus), ensemble:<name>=<weight>,... (weighted RRF), parent_document[:<base>] (parent_child kbs).",
+        "in Milvus), ensemble:<name>=<weight>,... (weighted RRF), parent_document[:<base>] (parent_child kbs), "
+        "raptor[:tree][:<base>] (papers ingested with --enrich raptor: collapsed, or tree traversal).",
     )
     hybrid_fusion: Literal["rrf", "weighted"] = Field(
         "rrf", description="How `hybrid` fuses dense and BM25: reciprocal rank (rrf) or weighted scores."
@@ -124,6 +125,9 @@ class RetrievalSettings(_Part):
     token_budget: int = Field(1500, ge=64, description="Tokens of evidence text (windows included) per answer.")
     intro_tokens: int = Field(500, ge=0, description="Tokens of a paper's Introduction injected as context (0 = none).")
     survey_papers: int = Field(5, ge=1, le=50, description="Track B: papers that give passages (at least k).")
+    raptor_beam: int = Field(
+        3, ge=1, le=20, description="raptor:tree retriever: summary nodes kept at each level on the way down."
+    )
     per_paper: int = Field(
         2,
         ge=1,
@@ -193,6 +197,64 @@ class LLMSettings(_Part):
     use_for_routing: bool = Field(True, description="Route questions with the LLM (rule router when False or no LLM).")
 
 
+ENRICHERS = ("contextual", "sliding_summary", "headers", "questions", "summaries", "raptor")
+
+
+class EnrichmentSettings(_Part):
+    # NoDecode: the environment gives "contextual,questions" as it is (else read as JSON), split below.
+    strategies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Index-time enrichment with the chat model (`ingest --enrich`): contextual, sliding_summary, "
+        "headers, questions, summaries, raptor; comma-separated or a list; empty = none (the default).",
+    )
+    concurrency: int = Field(2, ge=1, le=64, description="Model calls in flight at once while enriching a paper.")
+    requests_per_second: float | None = Field(
+        None, gt=0, description="Most model calls started per second while enriching; unset = no limit."
+    )
+    questions: int = Field(4, ge=3, le=5, description="questions: how many questions to ask for each chunk (3-5).")
+    whole_document_tokens: int = Field(
+        3000,
+        ge=256,
+        description="contextual: a document up to this many tokens is the context of each chunk as it is; a longer "
+        "one is summarised first (a document summary and section summaries).",
+    )
+    max_input_tokens: int = Field(
+        2500, ge=256, description="Most tokens of paper text put in one prompt; longer inputs are cut."
+    )
+    raptor_depth: int = Field(3, ge=1, le=8, description="raptor: most levels of summaries above the chunks.")
+    raptor_cluster_size: int = Field(
+        6, ge=2, le=50, description="raptor: chunks (or summaries) per cluster aimed at; a level has n/size clusters."
+    )
+    raptor_clustering: Literal["gmm", "kmeans"] = Field(
+        "gmm", description="raptor: Gaussian mixture (as in the RAPTOR paper) or k-means over the vectors."
+    )
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        """"contextual,questions" (a flag or an environment variable) as a list; "none" or "" as none."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError as exc:
+                    raise ValueError(f"not a JSON list ({exc}); give names separated by commas") from None
+            value = [] if text.lower() in ("", "none") else text.split(",")
+        return value
+
+    @field_validator("strategies")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        names = [v.strip() for v in value if v.strip()]
+        for name in names:
+            if name not in ENRICHERS:
+                close = difflib.get_close_matches(name, ENRICHERS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown enrichment {name!r}{hint} (one of: {', '.join(ENRICHERS)})")
+        return list(dict.fromkeys(names))
+
+
 class AgentSettings(_Part):
     enable_agentic_rag: bool = Field(True, description="Use the agent when an LLM is configured; else single-shot.")
     max_iterations: int = Field(5, ge=1, le=50, description="Model turns before the agent must answer.")
@@ -252,6 +314,9 @@ class Settings(BaseSettings):
         default_factory=ReflectionSettings, description="Answers scored and retried (optional; needs the chat model)."
     )
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="The HTTP server (paperscope serve).")
+    enrichment: EnrichmentSettings = Field(
+        default_factory=EnrichmentSettings, description="Index-time enrichment with the chat model (optional)."
+    )
 
     def with_overrides(self, **parts: dict[str, Any]) -> Settings:
         """A copy with some fields of nested parts replaced, e.g. store={"kb": "x"}; None values are ignored."""

@@ -278,6 +278,8 @@ def paper_rows(records: Iterable[PaperRecord], damaged: Mapping[str, int]) -> li
             "authors": r.authors,
             # What people call it (short title, names it introduces, authors, ids): what paper location matches.
             "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
+            # What the chat model added to its index at ingest (`ingest --enrich`), in the order they ran.
+            "enrichments": r.enrichments,
         }
         for r in records
     ]

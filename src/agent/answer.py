@@ -18,14 +18,20 @@ class Source(BaseModel):
     """One piece of evidence the answer drew on, with its citation number."""
 
     n: int = Field(description="Citation number used in the answer text as [n].")
-    citation: str = Field(description="Citation id `<doc_id>:<chunk_index>` of the retrieved chunk.")
+    citation: str = Field(
+        description="Citation id `<doc_id>:<chunk_index>` of the retrieved chunk (`<doc_id>:raptor:<level>.<n>` for a "
+        "RAPTOR summary node)."
+    )
     doc_id: str
     title: str
     year: int | None = None
     section_title: str = Field(description="Section of the retrieved chunk.")
     section_category: str = Field(description="Category name of that section, e.g. METHOD.")
     chunk_index: int = Field(description="The retrieved chunk.")
-    chunk_range: tuple[int, int] = Field(description="First and last chunk_index of the text shown (window included).")
+    chunk_range: tuple[int, int] = Field(
+        description="First and last chunk_index of the text shown (window included; a summary node: the chunks it "
+        "summarises)."
+    )
     page: int = Field(description="Page where the text shown starts (1-based).")
     pages: tuple[int, int] = Field(description="First and last page of the text shown.")
     score: float | None = Field(None, description="Retrieval score of the chunk.")
@@ -45,7 +51,7 @@ class Source(BaseModel):
             section_title=hit.section_title,
             section_category=hit.section_category.name,
             chunk_index=best,
-            chunk_range=(ev.lo, ev.hi),
+            chunk_range=ev.chunk_range,
             page=ev.pages[0],
             pages=ev.pages,
             score=ev.score,
@@ -56,6 +62,8 @@ class Source(BaseModel):
     def from_chunk(cls, n: int, chunk: StoredChunk) -> Source:
         """Source number `n` for one chunk the agent read."""
         page_end = int(chunk.metadata.get("page_end") or chunk.page_number)
+        span = chunk.metadata.get("span") if chunk.kind == "raptor" else None  # a summary node: the chunks it covers
+        chunk_range = (int(span[0]), int(span[-1])) if span else (chunk.chunk_index, chunk.chunk_index)
         return cls(
             n=n,
             citation=chunk.citation,
@@ -65,7 +73,7 @@ class Source(BaseModel):
             section_title=chunk.section_title,
             section_category=chunk.section_category.name,
             chunk_index=chunk.chunk_index,
-            chunk_range=(chunk.chunk_index, chunk.chunk_index),
+            chunk_range=chunk_range,
             page=chunk.page_number,
             pages=(chunk.page_number, max(page_end, chunk.page_number)),
             score=chunk.score,

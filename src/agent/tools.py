@@ -157,7 +157,7 @@ class AgentTools:
         self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
     def _show(self, c: StoredChunk, *, with_score: bool = True) -> str:
-        return format_chunk(c, self.state.labels.citation(c.doc_id, c.chunk_index), with_score=with_score)
+        return format_chunk(c, self.state.labels.short(c.citation), with_score=with_score)
 
     def _paper(self, ref: str) -> PaperRecord:
         """The ready paper a model's reference (P3, or a full doc_id) names, or a BadToolCall the model can act on."""
@@ -204,7 +204,7 @@ class AgentTools:
             year = f" ({h.year})" if h.year else ""
             lines.append(
                 f"{labels.label(h.doc_id)} | {h.title}{year} | score {score:.3f} | "
-                f"abstract [{labels.citation(h.doc_id, h.chunk_index)}]: {shorten(h.text, SNIPPET_CHARS)}"
+                f"abstract [{labels.short(h.citation)}]: {shorten(h.text, SNIPPET_CHARS)}"
             )
         return "\n".join(lines)
 
@@ -253,10 +253,14 @@ class AgentTools:
         """
         paper = self._paper(doc_id)
         chunks = self.engine.introduction(paper.doc_id)
+        # A summary written at ingest (`--enrich summaries`) comes first; it is no passage, so it is not citable.
+        summary = self.engine.summary(paper.doc_id) if "summaries" in paper.enrichments else ""
+        head = f"Summary of {paper.title} (written at ingest by a language model; cite the passages below, not this):"
+        lead = [f"{head}\n{summary}"] if summary else []
         if not chunks:
-            return f"{paper.title} has no Introduction or Abstract in the store."
+            return "\n\n".join([*lead, f"{paper.title} has no Introduction or Abstract in the store."])
         self.state.remember(chunks)
-        return "\n\n".join(self._show(c, with_score=False) for c in chunks)
+        return "\n\n".join([*lead, *(self._show(c, with_score=False) for c in chunks)])
 
     def finish(self, answer: str, sources: list[str]) -> str:
         """Give the final answer and stop.

@@ -338,10 +338,13 @@ def source_resolver(sources: Sequence[Source]) -> Callable[[str], str | None]:
     chunks = {
         f"{s.doc_id}:{i}": str(s.n) for s in reversed(sources) for i in range(s.chunk_range[0], s.chunk_range[1] + 1)
     }
+    chunks.update({s.citation: str(s.n) for s in reversed(sources) if ":raptor:" in s.citation})
 
     def resolve(ref: str) -> str | None:
         if ref.isdigit():
             return str(int(ref)) if str(int(ref)) in numbers else None
+        if ref in chunks:
+            return chunks[ref]
         doc_id, _, index = ref.rpartition(":")
         return chunks.get(f"{doc_id}:{int(index)}") if index.isdigit() else None
 

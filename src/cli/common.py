@@ -126,13 +126,21 @@ KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name 
 
 def progress_bars(quiet: bool) -> Progress:
     """Progress bars on stderr, only on a terminal (and never under --json)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),  # the ETA of a stage with a total (embedding, enrichment's model calls)
         console=err_console,
         transient=True,
         disable=quiet or not err_console.is_terminal,

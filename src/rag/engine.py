@@ -31,7 +31,7 @@ from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values
 from .registry import RunLog, register
 from .rerank import Reranker, parse_rerank_spec, rerank
 from .retrieval import Models, Retrieval, Track
-from .retrievers import Retriever, embeds_queries, fuse, make_retriever
+from .retrievers import Retriever, embeds_queries, fuse, make_retriever, to_chunks
 from .route import Intent, Route, RuleRouter
 from .store import Catalogue, PaperRecord, PaperStore, StoredChunk
 from .transforms import Generated, TransformContext, papers_language
@@ -325,14 +325,16 @@ class Engine:
         run on the query; their queries' abstract rankings are fused with the query's.
         """
         asked = expand(query)
-        abstracts = SearchFilter(categories=[SectionCategory.ABSTRACT])
-        hits = self.retriever.search(self.store, asked, abstracts, k * 3)
+        # Papers enriched with `summaries` are found by their summaries too (each stands for the abstract).
+        kinds = ["chunk", "summary"] if any("summaries" in p.enrichments for p in self.papers()) else ["chunk"]
+        abstracts = SearchFilter(categories=[SectionCategory.ABSTRACT], kinds=kinds)
+        hits = to_chunks(self.retriever.search(self.store, asked, abstracts, k * 3))
         if generated is not None and (generated.queries or generated.hyde):
             rankings = [(hits, 1.0)]
             for q in generated.queries:
-                rankings.append((self.retriever.search(self.store, expand(q), abstracts, k * 3), 1.0))
+                rankings.append((to_chunks(self.retriever.search(self.store, expand(q), abstracts, k * 3)), 1.0))
             for p in generated.hyde:
-                rankings.append((self.hyde_retriever.search(self.store, p, abstracts, k * 3), 1.0))
+                rankings.append((to_chunks(self.hyde_retriever.search(self.store, p, abstracts, k * 3)), 1.0))
             hits = fuse(rankings, k * 3, self.settings.retrieval.rrf_k)
         best: dict[str, StoredChunk] = {}
         for h in hits:
@@ -348,6 +350,11 @@ class Engine:
     def window(self, doc_id: str, chunk_index: int, window: int = 1) -> list[StoredChunk]:
         """Chunks chunk_index-window .. chunk_index+window of a paper, in order (`get_context_window`)."""
         return self.store.get_context_window(validate_doc_id(doc_id), chunk_index, window)
+
+    def summary(self, doc_id: str) -> str:
+        """The paper's summary written by the chat model at ingest (`--enrich summaries`), or "" when it has none."""
+        paper = self.store.get_paper(validate_doc_id(doc_id))
+        return paper.summary if paper is not None and paper.ready else ""
 
     def introduction(self, doc_id: str, max_tokens: int | None = None) -> list[StoredChunk]:
         """The paper's Introduction, first ~500 tokens (else its Abstract) (`get_paper_introduction`)."""
@@ -386,10 +393,23 @@ class Engine:
         return found[0] if found else None
 
     def _candidates(self, query: str, search_filter: SearchFilter, n: int, log: RunLog) -> list[StoredChunk]:
-        """The retriever's hits for a query, reference lists left out unless it asks about citations."""
+        """The retriever's hits for a query, reference lists left out unless it asks about citations.
+
+        Where papers were enriched (`ingest --enrich`), the rows that stand for a chunk are searched with the
+        chunks and hits on them become that chunk (best score kept): questions always, section and paper
+        summaries when the search spans papers (they locate papers more than passages).
+        """
+        derived = self._derived_kinds(search_filter)
+        if derived:
+            search_filter = search_filter.model_copy(update={"kinds": [*search_filter.kinds, *derived]})
         with log.run("retriever", self.retriever.name) as info:
-            hits = self.retriever.search(self.store, query, search_filter, n + REFERENCE_SLACK)
+            # Several rows can stand for one chunk: ask for more, so that enough distinct chunks remain.
+            depth = n + REFERENCE_SLACK
+            hits = self.retriever.search(self.store, query, search_filter, depth * (3 if derived else 1))
             info["hits"] = len(hits)
+            if derived:
+                hits = to_chunks(hits)[:depth]
+                info["kinds"] = search_filter.kinds
         with log.run("postprocessor", "references") as info:
             kept = drop_references(query, hits, n)
             info["kept"] = len(kept)
@@ -399,6 +419,17 @@ class Engine:
                 if self.reranker.notes:
                     info["notes"] = list(self.reranker.notes)
         return kept
+
+    def _derived_kinds(self, search_filter: SearchFilter) -> list[str]:
+        """Kinds of enrichment rows to search with the chunks: those the papers have (catalogue), for a search of
+        body chunks; summaries only when the search is not inside one paper."""
+        if search_filter.kinds != ["chunk"]:
+            return []
+        made = {e for p in self.papers() for e in p.enrichments}
+        kinds = ["question"] if "questions" in made else []
+        if "summaries" in made and (search_filter.doc_ids is None or len(search_filter.doc_ids) > 1):
+            kinds.append("summary")
+        return kinds
 
     def _rerank(self, query: str, hits: list[StoredChunk]) -> list[StoredChunk]:
         """Hits in the reranker's order, its scores (scaled 0-1 within the candidates) as their scores; with
