@@ -134,11 +134,11 @@ class Remote:
                 raise RemoteError(f"server {self.url}: {event.get('message', 'the question failed')}")
         raise RemoteError(f"server {self.url}: the answer stream ended without an answer")
 
-    def upload(self, path: Path, kb: str | None, strategy: str | None) -> dict[str, Any]:
+    def upload(self, path: Path, kb: str | None, strategy: str | None, enrich: str | None = None) -> dict[str, Any]:
         with path.open("rb") as fh:
             files = {"file": (path.name, fh, "application/octet-stream")}
             accepted: dict[str, Any] = self.call(
-                "POST", "/v1/documents", files=files, data=_params(kb=kb, strategy=strategy)
+                "POST", "/v1/documents", files=files, data=_params(kb=kb, strategy=strategy, enrich=enrich)
             )
         return accepted
 
