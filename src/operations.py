@@ -213,8 +213,8 @@ def retrieve(store: PaperStore, settings: Settings, request: RetrieveRequest) ->
     needs_model = settings.retrieval.rerank == "llm" or bool(settings.retrieval.transforms)
     chat_model = make_chat_model(settings.llm) if needs_model else None
     if needs_model and chat_model is None:
-        wants = "rerank llm" if settings.retrieval.rerank == "llm" else "query transforms"
-        raise ConfigError(f"{wants} need a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
+        wants = "--rerank llm needs" if settings.retrieval.rerank == "llm" else "query transforms need"
+        raise ConfigError(f"{wants} a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
     engine = Engine(store, settings, chat_model)
     scope = SearchFilter(doc_ids=doc_ids, categories=request.section or None)
     with question_scope(chat_model):  # the transforms' calls share the question's budget

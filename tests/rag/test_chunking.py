@@ -126,6 +126,8 @@ def test_pdf_chunks_point_at_their_lines(
     paper = parse_pdf(pdf)
     chunks = chunk_paper(paper, local_token_counter(), strategy, ChunkOptions(embed=local_embedder.embed_documents))
     doc = pymupdf.open(pdf)
+    pages = list(doc)  # kept alive: a text page refers to its page
+    text_pages = [page.get_textpage() for page in pages]  # one text extraction per page, not one per box
     for c in chunks:
         boxes = c.metadata["boxes"]
         assert boxes, (strategy, c.chunk_index)
@@ -133,7 +135,9 @@ def test_pdf_chunks_point_at_their_lines(
         # The first word printed on the page (a table row's text begins with its label and column names).
         text = re.sub(r"(^|\n)Table \d+ \|", " ", c.text)
         first = next(w for w in text.split() if w != "|" and not w.endswith(":"))
-        inside = " ".join(doc[b["page"] - 1].get_textbox(pymupdf.Rect(b["rect"])) for b in boxes)
+        inside = " ".join(
+            pages[b["page"] - 1].get_textbox(pymupdf.Rect(b["rect"]), textpage=text_pages[b["page"] - 1]) for b in boxes
+        )
         assert first.rstrip("-") in inside, (strategy, c.chunk_index, first)
     doc.close()
     if strategy == "recursive":
