@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.table import Table
@@ -26,7 +26,7 @@ OBSERVATION_CHARS = 100
 
 HELP: list[tuple[str, str]] = [
     ("/sources N", "source N of the last answer in full, with the chunks around it"),
-    ("/trace", "the tool calls, timings and token usage of the last answer"),
+    ("/trace", "how the last answer came: tool calls, generated queries, reflection, timings, tokens"),
     ("/papers", "the papers of the knowledge base"),
     ("/help", "this list"),
     ("/quit, /exit", "leave (Ctrl-C and Ctrl-D too)"),
@@ -229,6 +229,10 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
         f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · cited chunk {s.chunk_index} · {escape(s.citation)}[/dim]",
         highlight=False,
     )
+    if ":raptor:" in s.citation:  # a summary node written at ingest: no neighbours to read, its text is all
+        console.print("[dim](a summary written at ingest by a language model, over the chunks above)[/dim]")
+        console.print(terminal.text(s.text), highlight=False)
+        return
     try:
         chunks = runner.store.get_context_window(s.doc_id, s.chunk_index, window_size=SOURCE_WINDOW)
     except (PaperscopeError, ValueError) as exc:
@@ -258,6 +262,10 @@ def _trace(console: Console, answers: list[Answer]) -> None:
         return
     last = answers[-1]
     console.print(escape(_path(last)), highlight=False, soft_wrap=True)
+    for line in generated_lines(last.model_dump(include=set(GENERATED_FIELDS))):
+        console.print(escape(line), highlight=False, soft_wrap=True)
+    for line in _checks(last):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     if not last.trace:
         if last.mode == "single-shot":
             console.print("no tool calls (single-shot answer)", highlight=False)
@@ -291,6 +299,38 @@ def _trace(console: Console, answers: list[Answer]) -> None:
     if last.usage:
         usage = " · ".join(f"{k} {v}" for k, v in last.usage.items())
         console.print(f"[dim]tokens: {escape(usage)}[/dim]", highlight=False)
+
+
+GENERATED_FIELDS = ("generated_queries", "hyde_queries", "semantic_query", "parsed_filters")
+
+
+def generated_lines(fields: dict[str, Any]) -> list[str]:
+    """What the query transforms generated, a line each (nothing when none ran)."""
+    lines = [f"generated query: {q}" for q in fields.get("generated_queries") or []]
+    lines += [f"HyDE passage: {p if len(p) <= 300 else p[:299] + '…'}" for p in fields.get("hyde_queries") or []]
+    if fields.get("semantic_query"):
+        lines.append(f"self-query topic: {fields['semantic_query']}")
+    if fields.get("parsed_filters"):
+        lines.append(f"self-query filters: {json.dumps(fields['parsed_filters'], ensure_ascii=False)}")
+    return lines
+
+
+def _checks(answer: Answer) -> list[str]:
+    """The grounding check and the reflection rounds of an answer, a line each."""
+    lines: list[str] = []
+    g = answer.grounding
+    if g is not None and g.figures:
+        missing = f"; not in the sources: {', '.join(g.missing)}" if g.missing else ""
+        lines.append(f"grounding: {g.found} of {g.figures} figures found in the sources{missing}")
+    if answer.reflection is not None:
+        for r in answer.reflection.rounds:
+            scores = ", ".join(f"{k} {v:g}" for k, v in r.scores.items())
+            kept = " (kept)" if r.round == answer.reflection.kept else ""
+            searched = f", searched {r.query!r}" if r.retry != "initial" else ""
+            lines.append(f"reflection round {r.round} [{r.retry}{searched}]: {r.score:g} ({scores}){kept}")
+        if answer.reflection.stopped:
+            lines.append(f"reflection stopped: {answer.reflection.stopped}")
+    return lines
 
 
 def _path(answer: Answer) -> str:

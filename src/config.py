@@ -22,10 +22,10 @@ import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from .backend_logs import LOG_ENV
 from .errors import ConfigError
@@ -39,6 +39,8 @@ _OWN_ENV = ("PAPERSCOPE_LLM_MODEL", "PAPERSCOPE_API_KEY", "PAPERSCOPE_SERVER", L
 
 #: A knowledge base's name: it starts Milvus collection names (`{kb}_chunks`, `{kb}_papers`).
 KB_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,47}$"
+# The query transforms that call the chat model (rag/transforms.py registers each).
+QUERY_TRANSFORMS = ("rewrite", "multi-query", "hyde", "self-query")
 
 
 class _Part(BaseModel):
@@ -93,7 +95,8 @@ class RetrievalSettings(_Part):
     retriever: str = Field(
         "bm25",
         description="Retriever: bm25 (the default: best on real papers), dense, hybrid[:rrf|:weighted] (dense + BM25 "
-        "in Milvus), ensemble:<name>=<weight>,... (weighted RRF), parent_document[:<base>] (parent_child kbs).",
+        "in Milvus), ensemble:<name>=<weight>,... (weighted RRF), parent_document[:<base>] (parent_child kbs), "
+        "raptor[:tree][:<base>] (papers ingested with --enrich raptor: collapsed, or tree traversal).",
     )
     hybrid_fusion: Literal["rrf", "weighted"] = Field(
         "rrf", description="How `hybrid` fuses dense and BM25: reciprocal rank (rrf) or weighted scores."
@@ -122,12 +125,54 @@ class RetrievalSettings(_Part):
     token_budget: int = Field(1500, ge=64, description="Tokens of evidence text (windows included) per answer.")
     intro_tokens: int = Field(500, ge=0, description="Tokens of a paper's Introduction injected as context (0 = none).")
     survey_papers: int = Field(5, ge=1, le=50, description="Track B: papers that give passages (at least k).")
+    raptor_beam: int = Field(
+        3, ge=1, le=20, description="raptor:tree retriever: summary nodes kept at each level on the way down."
+    )
     per_paper: int = Field(
         2,
         ge=1,
         le=20,
         description="Track B over papers the question names: passages per paper (else 1; 3 to a leader).",
     )
+    transforms: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query "
+        "(none by default: with small models they cost time and do not help; see README).",
+    )
+    transform_queries: int = Field(3, ge=1, le=10, description="rewrite, multi-query: most queries the model writes.")
+    transform_max_tokens: int = Field(
+        256, ge=16, le=4096, description="Most tokens of a transform's reply (the model's llm.max_tokens caps it too)."
+    )
+    hyde_trigger: Literal["always", "weak"] = Field(
+        "always",
+        description="hyde: write the passage for every question, or only when the question's own search covers few "
+        "of its words (weak).",
+    )
+    hyde_retriever: str = Field(
+        "dense", description="hyde: the retriever that searches the hypothetical passage (dense, bm25, hybrid, ...)."
+    )
+
+    @field_validator("transforms", mode="before")
+    @classmethod
+    def _transform_names(cls, value: Any) -> Any:
+        """"hyde, multi-query" or ["hyde"]: known names, each once, in the order given."""
+        if value is None:
+            return []
+        if isinstance(value, str) and value.strip().startswith("["):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ValueError(f"not a JSON list: {value[:60]!r}") from None
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise ValueError("give transform names as a list or comma-separated")
+        names = [str(n).strip().lower().replace("_", "-") for n in items if str(n).strip()]
+        for n in names:
+            if n not in QUERY_TRANSFORMS:
+                close = difflib.get_close_matches(n, QUERY_TRANSFORMS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown transform {n!r}{hint} (one of: {', '.join(QUERY_TRANSFORMS)})")
+        return list(dict.fromkeys(names))
 
 
 class LLMSettings(_Part):
@@ -152,6 +197,64 @@ class LLMSettings(_Part):
     use_for_routing: bool = Field(True, description="Route questions with the LLM (rule router when False or no LLM).")
 
 
+ENRICHERS = ("contextual", "sliding_summary", "headers", "questions", "summaries", "raptor")
+
+
+class EnrichmentSettings(_Part):
+    # NoDecode: the environment gives "contextual,questions" as it is (else read as JSON), split below.
+    strategies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Index-time enrichment with the chat model (`ingest --enrich`): contextual, sliding_summary, "
+        "headers, questions, summaries, raptor; comma-separated or a list; empty = none (the default).",
+    )
+    concurrency: int = Field(2, ge=1, le=64, description="Model calls in flight at once while enriching a paper.")
+    requests_per_second: float | None = Field(
+        None, gt=0, description="Most model calls started per second while enriching; unset = no limit."
+    )
+    questions: int = Field(4, ge=3, le=5, description="questions: how many questions to ask for each chunk (3-5).")
+    whole_document_tokens: int = Field(
+        3000,
+        ge=256,
+        description="contextual: a document up to this many tokens is the context of each chunk as it is; a longer "
+        "one is summarised first (a document summary and section summaries).",
+    )
+    max_input_tokens: int = Field(
+        2500, ge=256, description="Most tokens of paper text put in one prompt; longer inputs are cut."
+    )
+    raptor_depth: int = Field(3, ge=1, le=8, description="raptor: most levels of summaries above the chunks.")
+    raptor_cluster_size: int = Field(
+        6, ge=2, le=50, description="raptor: chunks (or summaries) per cluster aimed at; a level has n/size clusters."
+    )
+    raptor_clustering: Literal["gmm", "kmeans"] = Field(
+        "gmm", description="raptor: Gaussian mixture (as in the RAPTOR paper) or k-means over the vectors."
+    )
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        """"contextual,questions" (a flag or an environment variable) as a list; "none" or "" as none."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError as exc:
+                    raise ValueError(f"not a JSON list ({exc}); give names separated by commas") from None
+            value = [] if text.lower() in ("", "none") else text.split(",")
+        return value
+
+    @field_validator("strategies")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        names = [v.strip() for v in value if v.strip()]
+        for name in names:
+            if name not in ENRICHERS:
+                close = difflib.get_close_matches(name, ENRICHERS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown enrichment {name!r}{hint} (one of: {', '.join(ENRICHERS)})")
+        return list(dict.fromkeys(names))
+
+
 class AgentSettings(_Part):
     enable_agentic_rag: bool = Field(True, description="Use the agent when an LLM is configured; else single-shot.")
     max_iterations: int = Field(5, ge=1, le=50, description="Model turns before the agent must answer.")
@@ -159,6 +262,19 @@ class AgentSettings(_Part):
         "auto",
         description="System prompt: full, compact (for small models and short contexts), or auto: compact when "
         "the endpoint's context length is known and under 16k tokens.",
+    )
+
+
+class ReflectionSettings(_Part):
+    enabled: bool = Field(
+        False, description="Score each answer with the chat model and the grounding check; retry below min_score."
+    )
+    max_rounds: int = Field(3, ge=1, le=10, description="Answers written at most (the first included).")
+    min_score: float = Field(7.0, ge=1.0, le=10.0, description="Overall score (1-10) an answer needs to stand.")
+    retry: Literal["expand", "rewrite", "both"] = Field(
+        "both",
+        description="How a weak answer is retried: expand (more passages, wider windows), rewrite (the model rewrites "
+        "the search from what the answer missed) or both.",
     )
 
 
@@ -194,7 +310,13 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and context.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Chat model (optional).")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The agent loop.")
+    reflection: ReflectionSettings = Field(
+        default_factory=ReflectionSettings, description="Answers scored and retried (optional; needs the chat model)."
+    )
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="The HTTP server (paperscope serve).")
+    enrichment: EnrichmentSettings = Field(
+        default_factory=EnrichmentSettings, description="Index-time enrichment with the chat model (optional)."
+    )
 
     def with_overrides(self, **parts: dict[str, Any]) -> Settings:
         """A copy with some fields of nested parts replaced, e.g. store={"kb": "x"}; None values are ignored."""

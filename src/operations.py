@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .config import KB_PATTERN, RetrievalSettings
+from .config import KB_PATTERN
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -176,6 +176,9 @@ class AskRequest(QueryOptions):
 
     query: str = Field(max_length=MAX_QUERY_CHARS, description="The question.")
     no_agent: bool = Field(False, description="Single-shot retrieval even when an LLM is configured.")
+    reflect: bool | None = Field(
+        None, description="Score the answer with the chat model and retry below reflection.min_score."
+    )
 
     @field_validator("query")
     @classmethod
@@ -185,10 +188,16 @@ class AskRequest(QueryOptions):
 
 def settings_request(options: QueryOptions) -> dict[str, Any]:
     """The request settings layer of these options (None = not given), for `load_layers(request=...)`."""
-    retrieval: dict[str, Any] = {"k": options.k, "retriever": options.retriever, "rerank": options.rerank}
-    if options.transform and "transforms" in RetrievalSettings.model_fields:
-        retrieval["transforms"] = options.transform  # the engine's transform setting, where it has one
-    return {"store": {"kb": options.kb}, "retrieval": retrieval}
+    retrieval: dict[str, Any] = {
+        "k": options.k,
+        "retriever": options.retriever,
+        "rerank": options.rerank,
+        "transforms": options.transform,
+    }
+    layer: dict[str, Any] = {"store": {"kb": options.kb}, "retrieval": retrieval}
+    if isinstance(options, AskRequest):
+        layer["reflection"] = {"enabled": options.reflect}
+    return layer
 
 
 # --- running them --------------------------------------------------------------------------------------------
@@ -196,17 +205,20 @@ def settings_request(options: QueryOptions) -> dict[str, Any]:
 
 def retrieve(store: PaperStore, settings: Settings, request: RetrieveRequest) -> Retrieval:
     """The ranked evidence for a question, routed as `ask` routes it (`paperscope retrieve`, POST /v1/retrieve)."""
-    from .agent.llm import make_chat_model
+    from .agent.llm import make_chat_model, question_scope
     from .rag.engine import Engine
     from .rag.filters import SearchFilter
 
     doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
-    chat_model = make_chat_model(settings.llm) if settings.retrieval.rerank == "llm" else None
-    if settings.retrieval.rerank == "llm" and chat_model is None:
-        raise ConfigError("--rerank llm needs a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
+    needs_model = settings.retrieval.rerank == "llm" or bool(settings.retrieval.transforms)
+    chat_model = make_chat_model(settings.llm) if needs_model else None
+    if needs_model and chat_model is None:
+        wants = "--rerank llm needs" if settings.retrieval.rerank == "llm" else "query transforms need"
+        raise ConfigError(f"{wants} a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
     engine = Engine(store, settings, chat_model)
     scope = SearchFilter(doc_ids=doc_ids, categories=request.section or None)
-    return engine.retrieve(request.query, scope, settings.retrieval.k)
+    with question_scope(chat_model):  # the transforms' calls share the question's budget
+        return engine.retrieve(request.query, scope, settings.retrieval.k)
 
 
 def answer(
@@ -266,6 +278,8 @@ def paper_rows(records: Iterable[PaperRecord], damaged: Mapping[str, int]) -> li
             "authors": r.authors,
             # What people call it (short title, names it introduces, authors, ids): what paper location matches.
             "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
+            # What the chat model added to its index at ingest (`ingest --enrich`), in the order they ran.
+            "enrichments": r.enrichments,
         }
         for r in records
     ]

@@ -93,7 +93,7 @@ def test_structure_none_found_is_said(tmp_path: Path, monkeypatch: pytest.Monkey
     assert report["files"][0]["structure_found"] is False
 
 
-PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source", "authors", "aliases"}
+PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source", "authors", "aliases", "enrichments"}
 
 
 def test_ingest_papers_remove(tmp_path: Path, sample_pdfs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -229,23 +229,24 @@ def test_plain_text_before_any_tool_is_never_the_answer(endpoint: Start, sample_
     assert "huge" not in answer.answer and not answer.extractive and answer.llm_error is None
 
 
-INVENTED = "The answer is 42 [P9:999] [1] [7] (see doc 1111...:7)"
+# The figure is in the sources (the grounding check is tested in test_e2e_transforms.py): citations are at stake here.
+INVENTED = "The answer is 1.2 million [P9:999] [1] [7] (see doc 1111...:7)"
 
 
 def test_invented_citations_never_reach_the_user_on_the_fallback(endpoint: Start, sample_kb: PaperStore) -> None:
     endpoint([Text("No tools for me."), Text("Still none."), Text(INVENTED)])
     answer = searcher(sample_kb).run(QUESTION)
-    assert answer.mode == "fallback" and answer.answer == "The answer is 42 [1]"
+    assert answer.mode == "fallback" and answer.answer == "The answer is 1.2 million [1]"
     assert [s.n for s in answer.sources] == [1] and answer.supported
     assert any("Removed 3 citations" in n for n in answer.notes)
 
 
 def test_invented_citations_never_reach_the_user_single_shot(endpoint: Start, sample_kb: PaperStore) -> None:
-    endpoint([Text("It is 42 [P9:999] [7] (see doc 1111...:7).")], use_for_routing=False)
+    endpoint([Text("It is 1.2 million [P9:999] [7] (see doc 1111...:7).")], use_for_routing=False)
     pieces: list[str] = []
     answer = searcher(sample_kb, enable_agentic_rag=False).run(QUESTION, on_token=pieces.append)
     assert answer.mode == "single-shot" and not answer.supported and not answer.extractive
-    assert answer.answer.startswith("It is 42.\n\n(None of this answer's citations points at a passage")
+    assert answer.answer.startswith("It is 1.2 million.\n\n(None of this answer's citations points at a passage")
     assert "".join(pieces) == answer.answer  # what streamed is what the answer says
     assert "[7]" not in answer.answer and "P9" not in answer.answer and "1111" not in answer.answer
 

@@ -11,20 +11,27 @@ from ..rag.registry import OperatorRun
 from ..rag.retrieval import Models
 from ..rag.route import Route
 from ..rag.store import StoredChunk
+from .grounding import GroundingReport
 
 
 class Source(BaseModel):
     """One piece of evidence the answer drew on, with its citation number."""
 
     n: int = Field(description="Citation number used in the answer text as [n].")
-    citation: str = Field(description="Citation id `<doc_id>:<chunk_index>` of the retrieved chunk.")
+    citation: str = Field(
+        description="Citation id `<doc_id>:<chunk_index>` of the retrieved chunk (`<doc_id>:raptor:<level>.<n>` for a "
+        "RAPTOR summary node)."
+    )
     doc_id: str
     title: str
     year: int | None = None
     section_title: str = Field(description="Section of the retrieved chunk.")
     section_category: str = Field(description="Category name of that section, e.g. METHOD.")
     chunk_index: int = Field(description="The retrieved chunk.")
-    chunk_range: tuple[int, int] = Field(description="First and last chunk_index of the text shown (window included).")
+    chunk_range: tuple[int, int] = Field(
+        description="First and last chunk_index of the text shown (window included; a summary node: the chunks it "
+        "summarises)."
+    )
     page: int = Field(description="Page where the text shown starts (1-based).")
     pages: tuple[int, int] = Field(description="First and last page of the text shown.")
     score: float | None = Field(None, description="Retrieval score of the chunk.")
@@ -44,7 +51,7 @@ class Source(BaseModel):
             section_title=hit.section_title,
             section_category=hit.section_category.name,
             chunk_index=best,
-            chunk_range=(ev.lo, ev.hi),
+            chunk_range=ev.chunk_range,
             page=ev.pages[0],
             pages=ev.pages,
             score=ev.score,
@@ -55,6 +62,8 @@ class Source(BaseModel):
     def from_chunk(cls, n: int, chunk: StoredChunk) -> Source:
         """Source number `n` for one chunk the agent read."""
         page_end = int(chunk.metadata.get("page_end") or chunk.page_number)
+        span = chunk.metadata.get("span") if chunk.kind == "raptor" else None  # a summary node: the chunks it covers
+        chunk_range = (int(span[0]), int(span[-1])) if span else (chunk.chunk_index, chunk.chunk_index)
         return cls(
             n=n,
             citation=chunk.citation,
@@ -64,7 +73,7 @@ class Source(BaseModel):
             section_title=chunk.section_title,
             section_category=chunk.section_category.name,
             chunk_index=chunk.chunk_index,
-            chunk_range=(chunk.chunk_index, chunk.chunk_index),
+            chunk_range=chunk_range,
             page=chunk.page_number,
             pages=(chunk.page_number, max(page_end, chunk.page_number)),
             score=chunk.score,
@@ -83,6 +92,30 @@ class TraceStep(BaseModel):
     error: bool = Field(False, description="True when the call was rejected or failed.")
     turn: int = Field(0, description="The model turn that made the call (1-based; 0 = after the loop).")
     from_text: bool = Field(False, description="True when the model wrote the call as text, not as a tool call.")
+
+
+class ReflectionRound(BaseModel):
+    """One answer the reflection loop wrote and scored."""
+
+    round: int = Field(description="1 for the first answer.")
+    retry: str = Field(description="How this round searched: initial, expand, rewrite, or expand+rewrite.")
+    query: str = Field(description="The query searched (the question, or its rewrite).")
+    k: int = Field(0, description="Evidence passages drawn on (0: the agent chose).")
+    scores: dict[str, float] = Field(
+        default_factory=dict, description="1-10: accuracy, completeness, relevance, support (the model's), grounding."
+    )
+    score: float = Field(0.0, description="The mean of the scores: what is compared with reflection.min_score.")
+    missing: str = Field("", description="What the model said the answer lacks.")
+    note: str = Field("", description="Why a score is missing (the model failed, or wrote no scores).")
+
+
+class Reflection(BaseModel):
+    """What the reflection loop did: every round's scores, what was retried, which answer was kept."""
+
+    rounds: list[ReflectionRound] = Field(default_factory=list)
+    kept: int = Field(1, description="The round whose answer is given (the best score).")
+    min_score: float = 7.0
+    stopped: str = Field("", description="Why the loop ended: the score was reached, max_rounds, or a failure.")
 
 
 class Answer(BaseModel):
@@ -111,6 +144,18 @@ class Answer(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict, description="Token usage when the model reports it.")
     turns: int = Field(0, description="Model turns of an agent run.")
     llm_error: str | None = Field(None, description="One line naming the model and endpoint when the model failed.")
+    generated_queries: list[str] = Field(
+        default_factory=list, description="Queries the rewrite and multi-query transforms wrote (searched)."
+    )
+    hyde_queries: list[str] = Field(default_factory=list, description="Passages the hyde transform wrote (searched).")
+    semantic_query: str | None = Field(None, description="The topic self-query searched in place of the question.")
+    parsed_filters: dict[str, Any] = Field(
+        default_factory=dict, description="The filters self-query found and validated (years, doc_ids, sections)."
+    )
+    grounding: GroundingReport | None = Field(
+        None, description="The check of the model's figures against the evidence read (None for extracted answers)."
+    )
+    reflection: Reflection | None = Field(None, description="The reflection loop's rounds, when it ran.")
 
     @property
     def track_label(self) -> str:

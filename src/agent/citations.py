@@ -20,14 +20,17 @@ _CITATION_ID = re.compile(r"^\s*([A-Za-z0-9_-]{1,64}):(\d{1,7})\s*$")
 # One reference inside a citation group: a source number, a range of them, or a passage id in any form a
 # model writes one (a short id, a full doc_id, a doc_id cut short with an ellipsis), after filler words.
 _FILLER = r"(?:(?:see(?:\s+also)?|cf\.?|e\.g\.,?|doc(?:ument)?|source|sources|passage|passages|chunk|ref\.?)\s+)*"
-_ID = r"[A-Za-z0-9_-]{1,64}(?:\.\.\.|…)?[A-Za-z0-9_-]{0,64}\s*:\s*\d{1,7}"
+# After the paper: a chunk_index, or a RAPTOR summary node `raptor:<level>.<n>`.
+_PLACE = r"(?:raptor\s*:\s*\d{1,3}\.\d{1,5}|\d{1,7})"
+_ID = rf"[A-Za-z0-9_-]{{1,64}}(?:\.\.\.|…)?[A-Za-z0-9_-]{{0,64}}\s*:\s*{_PLACE}"
 _NUMBER = r"\d{1,3}(?:\s*[-–]\s*\d{1,3})?"
 _REF = re.compile(rf"^\s*{_FILLER}(?P<ref>{_ID}|{_NUMBER})\s*$", re.I)
 _PARTS = re.compile(r"\s*(?:[,;]|\band\b|&)\s*", re.I)
 _PAREN = re.compile(r"\(([^()\n]{1,400})\)")
 # Passage ids written outside brackets: short ids (P3:17) and full or shortened doc_ids with a chunk index.
 _BARE_ID = re.compile(
-    r"(?<![\w\[:/.-])(?:P\d{1,5}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{4,}(?:\.\.\.|…)):\d{1,7}(?![\w:])"
+    r"(?<![\w\[:/.-])(?:P\d{1,5}|[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{4,}(?:\.\.\.|…))"
+    r":(?:raptor:\d{1,3}\.\d{1,5}|\d{1,7})(?![\w:])"
 )
 # Between two citations of one run: nothing but spaces, commas, semicolons or "and".
 _JOINER = re.compile(r"^[\s,;]*(?:\band\b[\s,;]*)?$", re.I)

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 
 _LABEL = re.compile(r"^\s*\[?\s*[Pp](\d{1,5})\s*\]?\s*$")
 _CITATION = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*(\d{1,7})\s*\]?\s*$")
+# A RAPTOR summary node: `P3:raptor:1.2` (level 1, node 2).
+_NODE = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*raptor\s*:\s*(\d{1,3})\.(\d{1,5})\s*\]?\s*$", re.I)
 _LABEL_IN_TEXT = re.compile(r"\bP(\d{1,5})\b")
 
 
@@ -41,6 +43,11 @@ class PaperLabels:
         """The short citation id `P<n>:<chunk_index>` the model reads."""
         return f"{self.label(doc_id)}:{chunk_index}"
 
+    def short(self, citation: str) -> str:
+        """A full citation id (`<doc_id>:12`, `<doc_id>:raptor:1.2`) with its paper's label: `P3:12`."""
+        doc_id, _, rest = citation.partition(":")
+        return f"{self.label(doc_id)}:{rest}"
+
     def doc_id(self, ref: str) -> str | None:
         """The doc_id a model's paper reference means: a label (P3, p3, [P3]) of this run, else the text as given
         when it is not label-shaped (a full doc_id, checked by the caller). None for an unknown label."""
@@ -51,7 +58,12 @@ class PaperLabels:
             return self._by_label.get(f"P{int(m.group(1))}")
 
     def resolve(self, cid: str) -> str | None:
-        """`<doc_id>:<chunk_index>` for a citation id in either form (P3:17 or doc_id:17); None if it is not one."""
+        """`<doc_id>:<chunk_index>` for a citation id in either form (P3:17 or doc_id:17), `<doc_id>:raptor:1.2`
+        for a summary node's (P3:raptor:1.2); None if it is not one."""
+        node = _NODE.match(cid)
+        if node is not None:
+            doc_id = self.doc_id(node.group(1))
+            return None if doc_id is None else f"{doc_id}:raptor:{int(node.group(2))}.{int(node.group(3))}"
         m = _CITATION.match(cid)
         if m is None:
             return None

@@ -47,7 +47,7 @@ class Searcher:
 
         self.store = store
         self.settings = settings or store.settings
-        self.engine = Engine(store, self.settings)
+        self.engine = Engine(store, self.settings, chat_model)  # its query transforms call the model
         self.writer = AnswerWriter(self.engine, chat_model)
         self._owns_store = owns_store
         self._router: tuple[tuple[str, ...], LLMRouter] | None = None
@@ -60,6 +60,7 @@ class Searcher:
     @chat_model.setter
     def chat_model(self, model: BaseChatModel | None) -> None:
         self.writer.chat_model = model
+        self.engine.chat_model = model
         self._router = None
 
     @classmethod
@@ -78,6 +79,11 @@ class Searcher:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def reflecting(self) -> bool:
+        """True when answers go through the reflection loop (reflection.enabled, and a chat model to score them)."""
+        return self.settings.reflection.enabled and self.chat_model is not None
 
     def papers(self) -> list[PaperRecord]:
         """Ready papers of the knowledge base (a brief catalogue read)."""
@@ -106,7 +112,8 @@ class Searcher:
         use_model: bool = True,
     ) -> Retrieval:
         """Route the question and retrieve its evidence (best first, at most k); `use_model=False` routes with the
-        rules even when the LLM router is configured. Explicit papers and sections are hard limits."""
+        rules even when the LLM router is configured, and runs no query transform. Explicit papers and sections
+        are hard limits."""
         scope = SearchFilter(
             doc_ids=list(doc_ids) if doc_ids else None, categories=list(categories) if categories else None
         )
@@ -114,7 +121,7 @@ class Searcher:
         route = router.route(expand(query)) if router is not None and not doc_ids else None
         last = next((a for a in reversed(history or []) if a.track == "A" and a.sources), None)
         previous = (last.sources[0].doc_id, last.sources[0].title) if last is not None else None
-        return self.engine.retrieve(query, scope, k, route=route, previous=previous)
+        return self.engine.retrieve(query, scope, k, route=route, previous=previous, transforms=use_model)
 
     def retrieve(
         self,
@@ -140,14 +147,35 @@ class Searcher:
         on_token: Callable[[str], None] | None = None,
         use_model: bool = True,
         on_progress: Progress | None = None,
+        reflect: bool = True,
     ) -> Answer:
         """Answer a question with cited sources (generated with a chat model, else extracted).
 
         `on_token` receives the generated answer piece by piece as the model streams it. `use_model=False`
         answers without the chat model (rules route, sentences are extracted). A model that fails or writes
         no answer gives way to the extracted sentences, with a note and `llm_error` saying so. `on_progress`
-        hears (stage, detail) as the answer is prepared: "searching", then "writing".
+        hears (stage, detail) as the answer is prepared: "searching", then "writing". With
+        `reflection.enabled` the answer is scored and retried (reflection.py).
         """
+        if reflect and self.reflecting and use_model:
+            from .reflection import Reflector
+
+            def first(relay: Callable[[str], None] | None) -> Answer:
+                return self.answer(
+                    query,
+                    doc_ids=doc_ids,
+                    categories=categories,
+                    k=k,
+                    history=history,
+                    on_token=relay,
+                    on_progress=on_progress,
+                    reflect=False,
+                )
+
+            names = [str(c.name if isinstance(c, SectionCategory) else c) for c in categories or []]
+            return Reflector(self).run(
+                query, first, doc_ids=doc_ids, categories=names or None, k=k, history=history, on_token=on_token
+            )
         with question_scope(self.chat_model):
             started = time.perf_counter()
             if on_progress is not None:

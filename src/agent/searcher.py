@@ -120,9 +120,22 @@ class AgenticSearcher:
     def run(
         self, query: str, history: Sequence[Answer] | None = None, on_token: Callable[[str], None] | None = None
     ) -> Answer:
-        """Answer `query` (with earlier answers as conversation history); `on_token` receives the answer text."""
+        """Answer `query` (with earlier answers as conversation history); `on_token` receives the answer text.
+        With `reflection.enabled` the answer is scored and, below the bar, retried single-shot (reflection.py)."""
         if not self.agentic:
             return self.single_shot.run(query, history=history, on_token=on_token)
+        if self.single_shot.reflecting:
+            from .reflection import Reflector
+
+            return Reflector(self.single_shot).run(
+                query, lambda relay: self._agent(query, history, relay), history=history, on_token=on_token
+            )
+        return self._agent(query, history, on_token)
+
+    def _agent(
+        self, query: str, history: Sequence[Answer] | None, on_token: Callable[[str], None] | None
+    ) -> Answer:
+        """One agent run (see the module docstring)."""
         with question_scope(self.chat_model):
             started = time.perf_counter()
             run = self._prepare(query, history)
@@ -249,6 +262,7 @@ class AgenticSearcher:
             message = f"dropped citations of passages not read in this run: {', '.join(expanded)}"
             state.record(TraceStep(tool="finish", args={"sources": claimed}, observation=message, error=True))
         notes += grounding_notes(grounded)
+        notes += [n for n in state.notes if n not in notes]
         answer = self.single_shot.writer.from_agent(
             query,
             grounded,
@@ -258,6 +272,7 @@ class AgenticSearcher:
             trace=list(state.trace),
             usage=_usage(messages),
             turns=turns,
+            **state.generated,
         )
         if on_token is not None and not streamed:
             on_token(answer.answer)  # the model did not stream its answer (e.g. a call written as text): hand it on

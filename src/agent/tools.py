@@ -47,6 +47,9 @@ class RunState:
         """`on_record` hears of every step as it is recorded (a server streams the tool calls as they end)."""
         self.seen: dict[str, StoredChunk] = {}
         self.trace: list[TraceStep] = []
+        # What the query transforms generated for the run's searches (the answer's monitoring fields).
+        self.generated: dict[str, list[str]] = {"generated_queries": [], "hyde_queries": []}
+        self.notes: list[str] = []
         self.labels = labels or PaperLabels()
         self.on_record = on_record
         self._lock = threading.Lock()
@@ -76,6 +79,13 @@ class RunState:
         results: list[str] = getattr(self._call, "results", None) or []
         self._call.results = None
         return list(dict.fromkeys(results))
+
+    def add_generated(self, fields: dict[str, Any], notes: Sequence[str] = ()) -> None:
+        """Keep what a search's query transforms generated (each query once) and their notes."""
+        with self._lock:
+            for key, kept in self.generated.items():
+                kept.extend(q for q in fields.get(key) or [] if q not in kept)
+            self.notes.extend(n for n in notes if n not in self.notes)
 
     def record(self, step: TraceStep) -> None:
         with self._lock:
@@ -147,7 +157,7 @@ class AgentTools:
         self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
     def _show(self, c: StoredChunk, *, with_score: bool = True) -> str:
-        return format_chunk(c, self.state.labels.citation(c.doc_id, c.chunk_index), with_score=with_score)
+        return format_chunk(c, self.state.labels.short(c.citation), with_score=with_score)
 
     def _paper(self, ref: str) -> PaperRecord:
         """The ready paper a model's reference (P3, or a full doc_id) names, or a BadToolCall the model can act on."""
@@ -182,7 +192,9 @@ class AgentTools:
         id and start of its abstract. Start here to learn which papers matter, then search inside them with
         search_by_section.
         """
-        found = self.engine.find_papers(query, k)
+        generated = self.engine.transform(query, self_query=False)
+        self.state.add_generated(generated.fields(), generated.notes)
+        found = self.engine.find_papers(query, k, generated=generated)
         if not found:
             return "No paper matches. Try other words."
         self.state.remember([c for c, _ in found])
@@ -192,7 +204,7 @@ class AgentTools:
             year = f" ({h.year})" if h.year else ""
             lines.append(
                 f"{labels.label(h.doc_id)} | {h.title}{year} | score {score:.3f} | "
-                f"abstract [{labels.citation(h.doc_id, h.chunk_index)}]: {shorten(h.text, SNIPPET_CHARS)}"
+                f"abstract [{labels.short(h.citation)}]: {shorten(h.text, SNIPPET_CHARS)}"
             )
         return "\n".join(lines)
 
@@ -211,7 +223,9 @@ class AgentTools:
             except ValueError:
                 raise BadToolCall(f"unknown category {category!r}; use one of {CATEGORY_NAMES}") from None
         doc_ids = [self._paper(doc_id).doc_id] if doc_id else None
-        hits = self.engine.search(query, SearchFilter(doc_ids=doc_ids, categories=cats), k).chunks
+        result = self.engine.search(query, SearchFilter(doc_ids=doc_ids, categories=cats), k)
+        self.state.add_generated(result.generated, result.notes)
+        hits = result.chunks
         if not hits:
             scope = " in that paper" if doc_id else ""
             return f"No passage found{scope}{' under ' + cats[0].name if cats else ''}. Try other words or no category."
@@ -239,10 +253,14 @@ class AgentTools:
         """
         paper = self._paper(doc_id)
         chunks = self.engine.introduction(paper.doc_id)
+        # A summary written at ingest (`--enrich summaries`) comes first; it is no passage, so it is not citable.
+        summary = self.engine.summary(paper.doc_id) if "summaries" in paper.enrichments else ""
+        head = f"Summary of {paper.title} (written at ingest by a language model; cite the passages below, not this):"
+        lead = [f"{head}\n{summary}"] if summary else []
         if not chunks:
-            return f"{paper.title} has no Introduction or Abstract in the store."
+            return "\n\n".join([*lead, f"{paper.title} has no Introduction or Abstract in the store."])
         self.state.remember(chunks)
-        return "\n\n".join(self._show(c, with_score=False) for c in chunks)
+        return "\n\n".join([*lead, *(self._show(c, with_score=False) for c in chunks)])
 
     def finish(self, answer: str, sources: list[str]) -> str:
         """Give the final answer and stop.

@@ -4,7 +4,12 @@
   Introductions, numbered [1], [2], ...), then the chat model writing from it, its citations grounded
   (citations.py), or, without a model or when it fails, the sentences that answer extracted and cited;
 - `from_agent`: the agent's own answer, already grounded on the passages it read.
-Both end in `_answer`, which fills what every answer reports: the models, the operators that ran, the timings.
+Every answer a model writes also goes through the grounding check (grounding.py): the numbers, quoted names and
+author citations it states must occur in the evidence read; sentences with others are marked, and when the
+figures the question asks for are among them the answer is not `supported` and the extracted sentences are
+given beside the model's.
+Both end in `_answer`, which fills what every answer reports: the models, the operators that ran, the timings,
+what the query transforms generated.
 """
 
 from __future__ import annotations
@@ -15,14 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import LLMError
 from ..prompts import load_prompt
+from ..rag.context import Evidence
 from ..rag.engine import Engine
 from ..rag.registry import OperatorRun
 from ..rag.retrieval import Models, Retrieval, Track
 from ..rag.route import Route
 from ..rag.store import StoredChunk
+from . import grounding
 from .answer import Answer, Source, TraceStep
 from .citations import CitationStream, Grounded, ground, grounding_notes
 from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
+from .grounding import GroundingReport
 from .llm import as_llm_error, model_error, model_name
 from .textcalls import looks_like_a_call
 
@@ -30,6 +38,9 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 Mode = Literal["agent", "single-shot", "fallback"]
+# Heads the extracted sentences given beside a model's answer whose key figures are not in the sources.
+BESIDE = "What the sources say (extracted sentences, best first):"
+GENERATED = ("generated_queries", "hyde_queries", "semantic_query", "parsed_filters")
 
 
 class AnswerWriter:
@@ -83,6 +94,7 @@ class AnswerWriter:
         supported = bool(sources) and retrieval.track != "NONE"
         notes = list(retrieval.notes)
         llm_error: str | None = None
+        report: GroundingReport | None = None
         header = HEADER if self.chat_model is None else HEADER_WITHOUT_MODEL
         if not retrieval.n_papers:
             text, supported = self._nothing_ready(), False
@@ -113,7 +125,9 @@ class AnswerWriter:
             else:
                 if stream is not None:
                     stream.close()
-                text, sources, supported = self._grounded(grounded, sources, supported, notes, on_token)
+                text, sources, supported, report = self._grounded(
+                    query, grounded, sources, evidence, context_text, supported, notes, on_token
+                )
                 if cut:
                     notes.append("The model's answer was cut at llm.max_tokens.")
             if extractive and emitted and on_token is not None:
@@ -136,29 +150,50 @@ class AnswerWriter:
             models=self.models(model if not extractive else None),
             operators=retrieval.operators,
             llm_error=llm_error or agent_error,
+            grounding=report,
+            **{key: value for key, value in retrieval.generated.items() if key in GENERATED},
             **run,
         )
 
     def _grounded(
         self,
+        query: str,
         grounded: Grounded,
         sources: list[Source],
+        evidence: list[Evidence],
+        context: str,
         supported: bool,
         notes: list[str],
         on_token: Callable[[str], None] | None,
-    ) -> tuple[str, list[Source], bool]:
-        """The model's text with its citations checked: the sources it cites, renumbered, or all of them marked
-        as not supporting it."""
+    ) -> tuple[str, list[Source], bool, GroundingReport]:
+        """The model's text with its citations and figures checked: the sources it cites, renumbered (or all of
+        them, marked as not supporting it), unsupported figures marked, and the extracted sentences beside it
+        when the figures asked for are not in the context the model read."""
         notes += grounding_notes(grounded)
-        if grounded.supported:
-            by_n = {str(s.n): s for s in sources}
-            cited = [by_n[key].model_copy(update={"n": n}) for n, key in enumerate(grounded.order, start=1)]
-            return grounded.text, cited, supported
-        # The sources below are what the model was given; none of them backs what it wrote.
-        line = f"\n\n({grounding_notes(grounded)[-1]})"
+        report = grounding.check(grounded.text, [context], query)
+        text = grounding.mark(grounded.text, report)
+        notes += grounding.notes(report)
+        streamed = [f"\n\n({line})" for line in grounding.notes(report)]  # the marks cannot be streamed inline
+        resolve = source_resolver(sources)
+        numbering = {key: n for n, key in enumerate(grounded.order, start=1)}
+        added: list[str] = []
+        if not grounded.supported:
+            # The sources below are what the model was given; none of them backs what it wrote.
+            added.append(f"\n\n({grounding_notes(grounded)[-1]})")
+        if report.key_unsupported and evidence:
+            beside = ground(extractive_answer(query, evidence, header=BESIDE), resolve, numbering=numbering)
+            added.append("\n\n" + beside.text)
+            supported = False
         if on_token is not None:
-            on_token(line)
-        return grounded.text + line, sources, False
+            for piece in streamed + added:
+                on_token(piece)
+        text += "".join(added)
+        if not grounded.supported:
+            return text, sources, False, report
+        by_n = {str(s.n): s for s in sources}
+        order = sorted(numbering, key=lambda key: numbering[key])
+        cited = [by_n[key].model_copy(update={"n": n}) for n, key in enumerate(order, start=1)]
+        return text, cited, supported, report
 
     def _generate(
         self, model: BaseChatModel, query: str, context: str, on_token: Callable[[str], None] | None = None
@@ -214,8 +249,11 @@ class AnswerWriter:
         trace: list[TraceStep],
         **run: Any,
     ) -> Answer:
-        """The agent's answer: its text with citations grounded on the passages it read, which are its sources."""
-        sources = [Source.from_chunk(n, seen[cid]) for n, cid in enumerate(grounded.order, start=1)]
+        """The agent's answer: its text with citations grounded on the passages it read, which are its sources;
+        its figures checked against those passages (the extracted sentences beside it when the figures asked for
+        are not there)."""
+        text, order, report = self._check_agent(query, grounded, seen, notes)
+        sources = [Source.from_chunk(n, seen[cid]) for n, cid in enumerate(order, start=1)]
         papers = list(dict.fromkeys(s.doc_id for s in sources))
         track: Track = "A" if len(papers) == 1 else "B"
         # The route is what the agent did, not a second opinion: the papers it cited, the sections it searched.
@@ -231,13 +269,14 @@ class AnswerWriter:
         ]
         return self._answer(
             query,
-            grounded.text or "The agent gave no answer.",
+            text or "The agent gave no answer.",
             track=track,
             route=route,
             sources=sources,
             mode="agent",
             extractive=False,
-            supported=grounded.supported,
+            supported=grounded.supported and not report.key_unsupported,
+            grounding=report,
             notes=notes,
             timings={"tools": round(sum(s.seconds for s in trace), 4)},
             started=started,
@@ -247,11 +286,46 @@ class AnswerWriter:
             **run,
         )
 
+    def _check_agent(
+        self, query: str, grounded: Grounded, seen: dict[str, StoredChunk], notes: list[str]
+    ) -> tuple[str, list[str], GroundingReport]:
+        """The agent's text with unsupported figures marked (and the extracted sentences beside it when the key
+        ones are), the citation ids its sources are, in order, and the grounding report."""
+        read = [f"{c.title} ({c.year})\n{c.text}" for c in seen.values()]
+        report = grounding.check(grounded.text, read, query)
+        notes += grounding.notes(report)
+        text = grounding.mark(grounded.text, report)
+        order = list(grounded.order)
+        if report.key_unsupported:
+            cited = [seen[c] for c in order]
+            others = [c for cid, c in seen.items() if cid not in order and c.kind == "chunk"]
+            chunks = (cited + others)[: max(len(cited), 2 * self.engine.settings.retrieval.k)]
+            evidence = [_evidence(c, rank) for rank, c in enumerate(chunks)]
+            by_number = {str(n): c.citation for n, c in enumerate(chunks, start=1)}
+            numbering = {cid: n for n, cid in enumerate(order, start=1)}
+            beside = ground(extractive_answer(query, evidence, header=BESIDE), by_number.get, numbering=numbering)
+            text += "\n\n" + beside.text
+            order = sorted(numbering, key=lambda cid: numbering[cid])
+        return text, order, report
+
     # --- the one constructor ---------------------------------------------------------------------------------
 
     def _answer(self, query: str, text: str, *, started: float, timings: dict[str, float], **fields: Any) -> Answer:
         timings["total"] = time.perf_counter() - started
         return Answer(query=query, answer=text, timings=timings, **fields)
+
+
+def _evidence(chunk: StoredChunk, rank: int) -> Evidence:
+    """One chunk the agent read as evidence for the extracted answer."""
+    return Evidence(
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        year=chunk.year,
+        chunks=[chunk],
+        hits=[chunk.chunk_index],
+        score=chunk.score or 0.0,
+        rank=rank,
+    )
 
 
 _CATEGORY_NAMES = {"ABSTRACT", "INTRODUCTION", "METHOD", "EVALUATION", "CONCLUSION", "RELATED_WORK", "OTHER"}
@@ -264,10 +338,13 @@ def source_resolver(sources: Sequence[Source]) -> Callable[[str], str | None]:
     chunks = {
         f"{s.doc_id}:{i}": str(s.n) for s in reversed(sources) for i in range(s.chunk_range[0], s.chunk_range[1] + 1)
     }
+    chunks.update({s.citation: str(s.n) for s in reversed(sources) if ":raptor:" in s.citation})
 
     def resolve(ref: str) -> str | None:
         if ref.isdigit():
             return str(int(ref)) if str(int(ref)) in numbers else None
+        if ref in chunks:
+            return chunks[ref]
         doc_id, _, index = ref.rpartition(":")
         return chunks.get(f"{doc_id}:{int(index)}") if index.isdigit() else None
 

@@ -109,7 +109,7 @@ def operators(
     from rich.table import Table
 
     from ..agent import router  # noqa: F401  (registers the LLM router)
-    from ..rag import chunking, engine  # noqa: F401  (import every operator)
+    from ..rag import chunking, engine, enrich  # noqa: F401  (import every operator)
     from ..rag.registry import operators as registered
 
     ops = registered()

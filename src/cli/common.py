@@ -126,13 +126,21 @@ KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name 
 
 def progress_bars(quiet: bool) -> Progress:
     """Progress bars on stderr, only on a terminal (and never under --json)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),  # the ETA of a stage with a total (embedding, enrichment's model calls)
         console=err_console,
         transient=True,
         disable=quiet or not err_console.is_terminal,
@@ -175,6 +183,36 @@ def check_scope(question: str, paper: list[str] | None, section: list[str] | Non
             check_doc_id_arg(raw, "--paper: ")
     except (ConfigError, ValueError) as exc:
         raise fail(exc) from None
+
+
+TransformOption = Annotated[
+    str | None,
+    typer.Option(
+        "--transform",
+        help="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query.",
+    ),
+]
+
+
+def transform_names(given: str | None) -> list[str] | None:
+    """`--transform a,b` as the names it lists (None when not given)."""
+    if given is None:
+        return None
+    return [name.strip() for name in given.split(",") if name.strip()]
+
+
+def check_model_needs(settings: Settings) -> None:
+    """Query transforms and reflection call the chat model: without one configured, one line and stop."""
+    wants = []
+    if names := settings.retrieval.transforms:
+        wants.append(f"query transform{'s' if len(names) > 1 else ''} {', '.join(names)}")
+    if settings.reflection.enabled:
+        wants.append("reflection")
+    if wants and not settings.llm.model:
+        raise fail(
+            f"{' and '.join(wants)} need{'s' if len(wants) == 1 and len(names) <= 1 else ''} a chat model: set "
+            "PAPERSCOPE_LLM_MODEL (and OPENAI_BASE_URL for a local server)"
+        )
 
 
 def llm_warning(line: str) -> None:

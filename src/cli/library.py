@@ -34,11 +34,17 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from rich.progress import Progress, TaskID
     from rich.table import Table
 
+    from ..config import Settings
     from ..parser.models import Section
+    from ..rag.enrich import Enricher
     from ..rag.ingest import FileResult, IngestReport
     from ..rag.ingest import Status as FileStatus
+
 
 @app.command()
 def parse(
@@ -132,6 +138,17 @@ def ingest(
     force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     server: ServerOption = None,
+    enrich: Annotated[
+        str | None,
+        typer.Option(
+            "--enrich",
+            help="Enrich the index with the chat model: contextual, sliding_summary, headers, questions, summaries, "
+            "raptor (comma-separated; 'none' for none; default from settings).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what enrichment would cost (model calls, tokens) and stop.")
+    ] = False,
 ) -> None:
     """Parse, chunk, embed and store papers; files already stored are skipped.
 
@@ -143,12 +160,13 @@ def ingest(
     from ..rag.ingest import ingest as run_ingest
 
     if server:
-        if force:
-            raise fail(ConfigError("--force cannot go through --server: the server ingests new bytes only"))
+        if force or dry_run:
+            flag = "--force" if force else "--dry-run"
+            raise fail(ConfigError(f"{flag} cannot go through --server: the server ingests new bytes only"))
         from .remote_ingest import ingest_remote
 
         with remote_client(server) as remote:
-            uploaded = ingest_remote(remote, paths, kb, strategy, quiet=as_json)
+            uploaded = ingest_remote(remote, paths, kb, strategy, enrich, quiet=as_json)
         if as_json:
             write_json(uploaded.model_dump_json(indent=2))
         else:
@@ -156,9 +174,10 @@ def ingest(
         if uploaded.failed:
             raise typer.Exit(code=1)
         return
-    settings = settings_for(kb, chunking={"strategy": strategy})
+    settings = settings_for(kb, chunking={"strategy": strategy}, enrichment={"strategies": enrich})
     if settings.chunking.strategy not in CHUNKERS:
         raise fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
+    enricher = _enricher(settings)  # a one-line error, before anything is opened, when no model is configured
     if failed_check := last_failed(settings.home, settings.store.kb):
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(failed_check["at"]))
         err_console.print(
@@ -171,30 +190,107 @@ def ingest(
     bars = progress_bars(quiet=as_json)
     overall = bars.add_task("files", total=None)
     current = bars.add_task("", total=None, visible=False)
+    stage_of = {"": ""}
 
     def on_progress(path: Path, stage: str, done: int, total: int) -> None:
         if stage == "done":
             bars.advance(overall)
             bars.update(current, visible=False)
             return
-        label = f"  {markup(terminal.one_line(path.name))}: {stage}"
+        what = "enriching (model calls)" if stage == "enriching" else stage
+        label = f"  {markup(terminal.one_line(path.name))}: {what}"
+        if stage != stage_of[""]:  # a new stage starts its own clock, so the time left is its own
+            stage_of[""] = stage
+            bars.reset(current)
         bars.update(current, description=label, completed=done, total=total or None, visible=True)
 
     try:
-        with bars:
-            bars.update(overall, total=len(discover(paths).files))
-            report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
+        if enricher is None:
+            with bars:
+                bars.update(overall, total=len(discover(paths).files))
+                report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
+        else:
+            report = _enriched_ingest(paths, settings, enricher, force, dry_run, as_json, bars, overall, on_progress)
     except PaperscopeError as exc:
         raise fail(exc) from None
     except IngestInterrupted as stop:
         _say_interrupted(stop.report, stop.current)
         raise typer.Exit(code=130) from None
+    if dry_run and enricher is not None:
+        if as_json:
+            write_json(json.dumps({"cost": report.cost.model_dump() if report.cost else None, "dry_run": True}))
+        return
     if as_json:
         write_json(report.model_dump_json(indent=2))
     else:
         _print_ingest(report, settings.store.kb)
     if report.failed:
         raise typer.Exit(code=1)
+
+
+def _enricher(settings: Settings) -> Enricher | None:
+    """The enricher the settings ask for, with the bounded chat model; a one-line error without a model."""
+    if not settings.enrichment.strategies:
+        return None
+    from ..agent.llm import make_chat_model
+    from ..rag.enrich import make_enricher
+
+    try:
+        return make_enricher(make_chat_model(settings.llm), settings)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
+
+
+def _enriched_ingest(
+    paths: list[Path],
+    settings: Settings,
+    enricher: Enricher,
+    force: bool,
+    dry_run: bool,
+    as_json: bool,
+    bars: Progress,
+    overall: TaskID,
+    on_progress: Callable[[Path, str, int, int], None],
+) -> IngestReport:
+    """Ingest with enrichment: the cost (model calls, tokens) printed before any call, then the ingest unless
+    `dry_run`; the store is opened once for both."""
+    from ..rag.embeddings import make_embedder
+    from ..rag.ingest import IngestReport, discover, plan_enrichment
+    from ..rag.ingest import ingest as run_ingest
+    from ..rag.store import PaperStore
+
+    if dry_run:
+        # Nothing is made: a knowledge base that does not exist yet has no paper, so every file is new.
+        try:
+            store: PaperStore | None = PaperStore.open(settings, create=False)
+        except PaperscopeError:
+            store = None
+        cache = Path(settings.home).expanduser() / "cache"
+        embedder = store.embedder if store else make_embedder(settings.embedding.model, cache_dir=cache)
+        try:
+            with bars:
+                task = bars.add_task("  estimating the cost of enrichment", total=None)
+                plan = plan_enrichment(paths, settings, enricher, embedder, store, force=force)
+                bars.remove_task(task)
+        finally:
+            if store is not None:
+                store.close()
+        _say_cost(plan.cost.line(enricher.strategies) + " (dry run: no model called, nothing stored)")
+        return IngestReport(cost=plan.cost)
+    with open_kb(settings, create=True) as opened:
+        with bars:
+            task = bars.add_task("  estimating the cost of enrichment", total=None)
+            plan = plan_enrichment(paths, settings, enricher, opened.embedder, opened, force=force)
+            bars.remove_task(task)
+        _say_cost(plan.cost.line(enricher.strategies))
+        with bars:
+            bars.update(overall, total=len(discover(paths).files))
+            return run_ingest(paths, settings, opened, force=force, progress=on_progress, enricher=enricher, plan=plan)
+
+
+def _say_cost(line: str) -> None:
+    """The cost of an enrichment, on stderr before any model call (stdout stays the report)."""
+    err_console.print(markup(line), soft_wrap=True, highlight=False)
 
 
 def _print_ingest(report: IngestReport, kb: str) -> None:

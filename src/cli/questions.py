@@ -14,8 +14,10 @@ from ..terminal import markup
 from .common import (
     KbOption,
     ServerOption,
+    TransformOption,
     app,
     build,
+    check_model_needs,
     check_scope,
     console,
     err_console,
@@ -28,11 +30,13 @@ from .common import (
     remote_client,
     say_mode,
     settings_for,
+    transform_names,
     write_json,
 )
 
 if TYPE_CHECKING:
     from ..agent.answer import Answer
+
 
 @app.command()
 def ask(
@@ -48,6 +52,10 @@ def ask(
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
+    transform: TransformOption = None,
+    reflect: Annotated[
+        bool, typer.Option("--reflect", help="Score the answer with the model and retry below reflection.min_score.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
     server: ServerOption = None,
 ) -> None:
@@ -61,13 +69,17 @@ def ask(
 
     # Through a server, the server checks the options (and nothing slow to import is loaded here).
     check_scope(question, paper if not server else None, section if not server else None)
-    options = {"kb": kb, "paper": paper, "section": section, "k": k, "no_agent": no_agent}
+    options = {
+        "kb": kb, "paper": paper, "section": section, "k": k, "no_agent": no_agent,
+        "transform": transform_names(transform), "reflect": reflect or None,
+    }  # fmt: skip
     if server:
         with remote_client(server) as remote:
             answer = remote.ask({"query": question, **options, "no_agent": no_agent or None})
     else:
         request = build(AskRequest, query=question, **options)
         settings = settings_for(kb, **settings_request(request))
+        check_model_needs(settings)
         if no_agent or request.scoped:
             settings.agent.enable_agentic_rag = False
         if not as_json:
@@ -102,6 +114,7 @@ def retrieve(
         str | None, typer.Option("--rerank", help="cross-encoder:<path>, http(s)://.../rerank[#model], or llm.")
     ] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to return.")] = None,
+    transform: TransformOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the retrieval as JSON.")] = False,
     server: ServerOption = None,
 ) -> None:
@@ -114,13 +127,17 @@ def retrieve(
     from ..operations import retrieve as run_retrieve
 
     check_scope(question, paper if not server else None, section if not server else None)
-    options = {"kb": kb, "paper": paper, "section": section, "retriever": retriever, "rerank": rerank, "k": k}
+    options = {
+        "kb": kb, "paper": paper, "section": section, "retriever": retriever, "rerank": rerank, "k": k,
+        "transform": transform_names(transform),
+    }  # fmt: skip
     if server:
         with remote_client(server) as remote:
             found = remote.retrieve({"query": question, **options})
     else:
         request = build(RetrieveRequest, query=question, **options)
         settings = settings_for(kb, **settings_request(request))
+        check_model_needs(settings)
         try:
             with open_kb(settings, warn=True) as store:
                 found = run_retrieve(store, settings, request).response()
@@ -148,6 +165,10 @@ def _print_retrieval(found: dict[str, Any]) -> None:
         )
         flat = " ".join(str(hit["text"]).split())
         console.print(terminal.text(flat if len(flat) <= 400 else flat[:399] + "…"), soft_wrap=True)
+    from ..chat import generated_lines
+
+    for line in generated_lines(found):
+        console.print(f"[dim]{markup(line)}[/dim]", soft_wrap=True)
     for note in found.get("notes", []):
         console.print(f"[yellow]note:[/yellow] {markup(note)}", soft_wrap=True)
 
@@ -159,6 +180,10 @@ def chat(
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
     ] = False,
     server: ServerOption = None,
+    transform: TransformOption = None,
+    reflect: Annotated[
+        bool, typer.Option("--reflect", help="Score each answer with the model and retry below reflection.min_score.")
+    ] = False,
 ) -> None:
     """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers."""
     from ..chat import chat_loop
@@ -166,15 +191,19 @@ def chat(
     if server:
         from .remote import RemoteRunner
 
+        options = {"transform": transform_names(transform), "reflect": reflect or None}
         with remote_client(server) as remote:
             try:
-                chat_loop(RemoteRunner(remote, kb, no_agent), console, mode=f"via {server}")
+                chat_loop(RemoteRunner(remote, kb, no_agent, options), console, mode=f"via {server}")
             except PaperscopeError as exc:
                 raise fail(exc) from None
         return
     from ..agent.searcher import AgenticSearcher
 
-    settings = settings_for(kb)
+    settings = settings_for(
+        kb, retrieval={"transforms": transform_names(transform)}, reflection={"enabled": reflect or None}
+    )
+    check_model_needs(settings)
     if no_agent:
         settings.agent.enable_agentic_rag = False
     try:

@@ -134,11 +134,11 @@ class Remote:
                 raise RemoteError(f"server {self.url}: {event.get('message', 'the question failed')}")
         raise RemoteError(f"server {self.url}: the answer stream ended without an answer")
 
-    def upload(self, path: Path, kb: str | None, strategy: str | None) -> dict[str, Any]:
+    def upload(self, path: Path, kb: str | None, strategy: str | None, enrich: str | None = None) -> dict[str, Any]:
         with path.open("rb") as fh:
             files = {"file": (path.name, fh, "application/octet-stream")}
             accepted: dict[str, Any] = self.call(
-                "POST", "/v1/documents", files=files, data=_params(kb=kb, strategy=strategy)
+                "POST", "/v1/documents", files=files, data=_params(kb=kb, strategy=strategy, enrich=enrich)
             )
         return accepted
 
@@ -227,11 +227,12 @@ class RemoteStore:
 class RemoteRunner:
     """Answers `paperscope chat` questions through the server, streamed, with the conversation as history."""
 
-    def __init__(self, remote: Remote, kb: str | None, no_agent: bool) -> None:
+    def __init__(self, remote: Remote, kb: str | None, no_agent: bool, options: dict[str, Any] | None = None) -> None:
         self.remote = remote
         self.store = RemoteStore(remote, kb)
         self.kb = kb
         self.no_agent = no_agent
+        self.options = {key: value for key, value in (options or {}).items() if value is not None}
 
     def run(
         self, query: str, history: Sequence[Answer] | None = None, on_token: Callable[[str], None] | None = None
@@ -242,5 +243,5 @@ class RemoteRunner:
             messages.append(
                 {"role": "assistant", "content": earlier.answer, "sources": [s.citation for s in earlier.sources]}
             )
-        body = {"query": query, "kb": self.kb, "no_agent": self.no_agent or None, "history": messages}
+        body = {"query": query, "kb": self.kb, "no_agent": self.no_agent or None, "history": messages, **self.options}
         return self.remote.chat(body, on_token)

@@ -17,7 +17,13 @@ from .remote import Remote, RemoteError
 
 
 def ingest_remote(
-    remote: Remote, paths: Sequence[Path], kb: str | None, strategy: str | None, *, quiet: bool
+    remote: Remote,
+    paths: Sequence[Path],
+    kb: str | None,
+    strategy: str | None,
+    enrich: str | None = None,
+    *,
+    quiet: bool,
 ) -> IngestReport:
     """Upload every file the paths hold (folders searched as locally), wait for the server's jobs, and report
     each file as `paperscope ingest` does. A file the server refuses (not a PDF, too large) fails alone."""
@@ -33,7 +39,7 @@ def ingest_remote(
             for path in files:
                 bars.update(current, description=f"  {markup(path.name)}: uploading", visible=True)
                 try:
-                    jobs[remote.upload(path, kb, strategy)["job_id"]] = path
+                    jobs[remote.upload(path, kb, strategy, enrich)["job_id"]] = path
                 except RemoteError as exc:
                     if exc.status is None:
                         raise  # the server is gone: nothing more can be done

@@ -21,7 +21,8 @@ from .tokens import TokenCounter
 
 
 class Evidence(BaseModel):
-    """A contiguous span of one paper's body chunks around one or more retrieved hits."""
+    """A contiguous span of one paper's body chunks around one or more retrieved hits; or one RAPTOR summary node
+    (kind raptor), evidence of its own without neighbours."""
 
     doc_id: str
     title: str
@@ -33,6 +34,11 @@ class Evidence(BaseModel):
 
     @model_validator(mode="after")
     def _check_span(self) -> Evidence:
+        if self.is_summary:
+            node = self.chunks[0]
+            if len(self.chunks) != 1 or self.hits != [node.chunk_index] or node.doc_id != self.doc_id:
+                raise ValueError(f"a summary node of paper {self.doc_id} is evidence alone, with itself as its hit")
+            return self
         indexes = [c.chunk_index for c in self.chunks]
         if indexes != list(range(indexes[0], indexes[0] + len(indexes))):
             raise ValueError(f"evidence chunks must have contiguous chunk_index values, got {indexes}")
@@ -84,8 +90,21 @@ class Evidence(BaseModel):
 
     @property
     def citation(self) -> str:
-        """Citation id `<doc_id>:<chunk_index>` of the best-ranked hit."""
-        return f"{self.doc_id}:{self.hits[0]}"
+        """Citation id `<doc_id>:<chunk_index>` of the best-ranked hit (`<doc_id>:raptor:<level>.<n>` for a node)."""
+        return self.best_hit.citation
+
+    @property
+    def is_summary(self) -> bool:
+        """True for a RAPTOR summary node (its text was written by the chat model at ingest)."""
+        return self.chunks[0].kind == "raptor"
+
+    @property
+    def chunk_range(self) -> tuple[int, int]:
+        """First and last chunk_index of the paper's text the evidence covers (a node: the chunks it summarises)."""
+        if self.is_summary:
+            span = self.chunks[0].metadata.get("span") or [0, 0]
+            return int(span[0]), int(span[-1])
+        return self.lo, self.hi
 
 
 class PaperContext(BaseModel):
@@ -165,12 +184,13 @@ def _fit(
     spans: list[Evidence], budget: int, counter: TokenCounter, rank_of: dict[tuple[str, int], int]
 ) -> list[Evidence]:
     """Spans (in rank order) cut to `budget` tokens: neighbours go before hits, lower ranks before higher."""
-    cost = {(e.doc_id, c.chunk_index): counter.count(c.text) for e in spans for c in e.chunks}
+    # Keyed by kind too: a summary node's number may be a body chunk's index of the same paper.
+    cost = {(e.doc_id, c.kind, c.chunk_index): counter.count(c.text) for e in spans for c in e.chunks}
     if sum(cost.values()) <= budget:
         return spans
 
     def tokens(e: Evidence, lo: int, hi: int) -> int:
-        return sum(cost[(e.doc_id, i)] for i in range(lo, hi + 1))
+        return sum(cost[(e.doc_id, e.chunks[0].kind, i)] for i in range(lo, hi + 1))
 
     # Hits first: each span's core (its hits and the chunks between them) in rank order, stopping at
     # the first that does not fit, so the kept hits are always a prefix of the ranking.
@@ -183,7 +203,7 @@ def _fit(
             # Even the best span's core is too big: keep its top hit and grow around it below.
             top = e.hits[0]
             kept.append(_Keep(e, top, top))
-            used = cost[(e.doc_id, top)]
+            used = cost[(e.doc_id, e.chunks[0].kind, top)]
             break
         if used + need > budget:
             break
@@ -203,7 +223,7 @@ def _fit(
         below = i < k.lo
         if k.closed_below if below else k.closed_above:
             continue
-        need = cost[(k.evidence.doc_id, i)]
+        need = cost[(k.evidence.doc_id, "chunk", i)]
         if used + need > budget:
             if below:
                 k.closed_below = True
@@ -218,6 +238,9 @@ def _fit(
 
     out: list[Evidence] = []
     for k in kept:
+        if k.evidence.is_summary:
+            out.append(k.evidence)
+            continue
         trimmed = _evidence([c for c in k.evidence.chunks if k.lo <= c.chunk_index <= k.hi], rank_of)
         if trimmed is not None:  # always true: a kept range holds at least one hit
             out.append(trimmed)
@@ -236,12 +259,21 @@ def _expand(
         raise ValueError(f"window must be >= 0, got {window}")
     if token_budget < 1:
         raise ValueError(f"token_budget must be >= 1, got {token_budget}")
-    # Only body chunks have neighbours by chunk_index; derived rows (parents, questions, ...) are skipped.
+    # Only body chunks have neighbours by chunk_index; a RAPTOR summary node is evidence alone; other derived
+    # rows (parents, questions, ...) are skipped.
     rank_of: dict[tuple[str, int], int] = {}
     hit_of: dict[tuple[str, int], StoredChunk] = {}
+    spans: list[Evidence] = []
+    nodes: set[tuple[str, int]] = set()
     for rank, hit in enumerate(hits):
         key = (hit.doc_id, hit.chunk_index)
-        if hit.kind != "chunk" or key in rank_of or (papers is not None and hit.doc_id not in papers):
+        if papers is not None and hit.doc_id not in papers:
+            continue
+        if hit.kind == "raptor" and key not in nodes:
+            nodes.add(key)
+            spans.append(_node_evidence(hit, rank))
+            continue
+        if hit.kind != "chunk" or key in rank_of:
             continue
         rank_of[key] = rank
         hit_of[key] = hit
@@ -249,7 +281,6 @@ def _expand(
     for doc_id, index in rank_of:
         by_paper.setdefault(doc_id, []).append(index)
 
-    spans: list[Evidence] = []
     merged = {d: _merge([(max(0, i - window), i + window) for i in indexes]) for d, indexes in by_paper.items()}
     fetched_of = _fetch(store, merged) if merged else {}
     for doc_id, indexes in by_paper.items():
@@ -265,6 +296,19 @@ def _expand(
                     spans.append(evidence)
     spans.sort(key=lambda e: e.rank)
     return _fit(spans, token_budget, counter or store.embedder.token_counter, rank_of)
+
+
+def _node_evidence(hit: StoredChunk, rank: int) -> Evidence:
+    """A RAPTOR summary node as evidence of its own."""
+    return Evidence(
+        doc_id=hit.doc_id,
+        title=hit.title,
+        year=hit.year,
+        chunks=[hit],
+        hits=[hit.chunk_index],
+        score=hit.score or 0.0,
+        rank=rank,
+    )
 
 
 def expand_windows(
@@ -324,7 +368,7 @@ def assemble(
     if max_papers is not None:
         if max_papers < 1:
             raise ValueError(f"max_papers must be >= 1 or None, got {max_papers}")
-        order = list(dict.fromkeys(h.doc_id for h in hits if h.kind == "chunk"))
+        order = list(dict.fromkeys(h.doc_id for h in hits if h.kind in ("chunk", "raptor")))
         papers = set(order[:max_papers])
     if with_introduction and intro_tokens < 1:
         raise ValueError(f"intro_tokens must be >= 1, got {intro_tokens}")
@@ -337,7 +381,7 @@ def assemble(
     for doc_id, evidence in grouped.items():
         intro: list[StoredChunk] = []
         if with_introduction:
-            seen = {c.chunk_index for e in evidence for c in e.chunks}
+            seen = {c.chunk_index for e in evidence for c in e.chunks if c.kind == "chunk"}
             intro = [c for c in intros.get(doc_id, []) if c.chunk_index not in seen]
         first = evidence[0]
         out.append(

@@ -113,16 +113,21 @@ def unread_chinese(query: str) -> list[str]:
 
 
 @register("postprocessor", "coverage")
+def word_share(asked: str, hits: Sequence[StoredChunk]) -> float:
+    """The share of the question's content words that occur in the passages found (1.0 for a question of none)."""
+    found = " ".join(h.text.lower() for h in hits)
+    # Every content word counts (generic ones too), as calibrated on ../shared/devset.
+    words = _words(asked)
+    return sum(1 for w in words if w in found) / len(words) if words else 1.0
+
+
 def check_coverage(
     query: str, asked: str, hits: Sequence[StoredChunk], contains: Callable[[list[str]], bool]
 ) -> Coverage:
     """Whether the knowledge base covers the question (see the module docstring); `contains(forms)` tells whether
     any chunk holds one of the forms of a word (one search per topic word)."""
     topic = topic_words(asked)
-    found = " ".join(h.text.lower() for h in hits)
-    # The share counts every content word (generic ones too), as calibrated on ../shared/devset.
-    words = _words(asked)
-    share = sum(1 for w in words if w in found) / len(words) if words else 1.0
+    share = word_share(asked, hits)
     absent = [w for w in topic if is_topical(w) and not contains(forms(w))]
     unread: list[str] = []
     if _CJK.search(query) and len(set(topic)) <= 1:

@@ -13,35 +13,56 @@ Every step is a registered operator (registry.py): the retriever, the query tran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..config import Settings
+from ..errors import ConfigError
 from ..parser.models import SectionCategory
 from .context import Evidence, assemble, format_context, introduction
-from .coverage import check_coverage
+from .coverage import WEAK_COVERAGE, check_coverage, word_share
 from .cues import points_back, section_cues, survey_focus
 from .filters import SearchFilter, validate_doc_id
+from .generate import Generator
 from .locate import Location, PaperLocator
-from .query import expand, focus, inflect
+from .query import expand, focus, has_chinese, inflect
 from .question import check_question
 from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values, spread, survey_quota
 from .registry import RunLog, register
 from .rerank import Reranker, parse_rerank_spec, rerank
 from .retrieval import Models, Retrieval, Track
-from .retrievers import Retriever, embeds_queries, make_retriever
+from .retrievers import Retriever, embeds_queries, fuse, make_retriever, to_chunks
 from .route import Intent, Route, RuleRouter
 from .store import Catalogue, PaperRecord, PaperStore, StoredChunk
+from .transforms import Generated, TransformContext, papers_language
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-register("transform", "glossary", summary="Chinese research vocabulary in English, for BM25 over English papers "
-         "(no model; always on for questions in Chinese).")(expand)
-register("transform", "focus", summary="Once a paper is located, the words that named it count once, the rest "
-         "twice, plus their other forms ('trained' -> 'train training'; no model; always on in Track A).")(focus)
-register("postprocessor", "window", summary="Each hit grows to its neighbouring chunks within a token budget; "
-         "touching windows merge; the paper's Introduction joins the context.")(assemble)
+register(
+    "transform",
+    "glossary",
+    summary="Chinese research vocabulary in English, for BM25 over English papers "
+    "(no model; always on for questions in Chinese).",
+)(expand)
+register(
+    "transform",
+    "focus",
+    summary="Once a paper is located, the words that named it count once, the rest "
+    "twice, plus their other forms ('trained' -> 'train training'; no model; always on in Track A).",
+)(focus)
+register(
+    "postprocessor",
+    "fuse",
+    summary="Rankings of the question and of its transforms' queries fused by "
+    "reciprocal rank (retrieval.rrf_k); runs only when a query transform is on.",
+)(fuse)
+register(
+    "postprocessor",
+    "window",
+    summary="Each hit grows to its neighbouring chunks within a token budget; "
+    "touching windows merge; the paper's Introduction joins the context.",
+)(assemble)
 
 
 class Engine:
@@ -50,12 +71,20 @@ class Engine:
     def __init__(
         self, store: PaperStore, settings: Settings | None = None, chat_model: BaseChatModel | None = None
     ) -> None:
-        """`chat_model`: for operators that need one (the `llm` reranker); the engine never writes answers."""
+        """`chat_model`: for operators that need one (the `llm` reranker, the query transforms); the engine never
+        writes answers. Query transforms configured without a chat model are a ConfigError here, before any search."""
         self.store = store
         self.settings = settings or store.settings
-        self.chat_model = chat_model
         r = self.settings.retrieval
+        if r.transforms and chat_model is None:
+            raise ConfigError(
+                f"query transform {', '.join(r.transforms)} needs a chat model: set PAPERSCOPE_LLM_MODEL (and "
+                "OPENAI_BASE_URL), or leave retrieval.transforms empty"
+            )
+        self.chat_model = chat_model
         self.retriever: Retriever = make_retriever(r.retriever, r)
+        self.hyde_retriever: Retriever = make_retriever(r.hyde_retriever, r)
+        self._generator: Generator | None = None
         self.reranker: Reranker | None = None
         if r.rerank:
             self.reranker = parse_rerank_spec(r.rerank, chat_model, timeout=self.settings.llm.timeout)
@@ -97,6 +126,32 @@ class Engine:
             models.rerank_provider, models.rerank_model = self.reranker.provider, self.reranker.model
         return models
 
+    def generator(self) -> Generator | None:
+        """Cached, concurrent calls of the chat model for the transforms (None without a model)."""
+        if self.chat_model is None:
+            return None
+        if self._generator is None or self._generator.model is not self.chat_model:
+            cache = self.settings.home / "cache" / "generations.sqlite"
+            self._generator = Generator(self.chat_model, cache, max_tokens=self.settings.retrieval.transform_max_tokens)
+        return self._generator
+
+    def transform(
+        self, query: str, log: RunLog | None = None, *, self_query: bool = True, catalogue: Sequence[PaperRecord] = ()
+    ) -> Generated:
+        """Run the configured query transforms (retrieval.transforms) on a question, concurrently; what they
+        generated, or nothing when none is configured. `self_query=False` for the agent's tools, whose own
+        arguments are the filters."""
+        names = [n for n in self.settings.retrieval.transforms if self_query or n != "self-query"]
+        generator = self.generator() if names else None
+        if generator is None:
+            return Generated([], None)
+        papers = list(catalogue) or self.papers()
+        language, script = papers_language(papers)
+        ctx = TransformContext(
+            generator, self.settings.retrieval, language, script, papers, self.locator(papers) if self_query else None
+        )
+        return Generated(names, ctx).run(query, log if log is not None else RunLog())
+
     def waiting_for_repair(self, query: str) -> PaperRecord | None:
         """The paper a question names among those the knowledge base holds but hides (not ready), if one fits."""
         waiting = self.store.catalogue().waiting
@@ -115,12 +170,14 @@ class Engine:
         *,
         route: Route | None = None,
         previous: tuple[str, str] | None = None,
+        transforms: bool = True,
     ) -> Retrieval:
         """Route the question and retrieve its evidence (best first, at most k).
 
         `scope`: papers, section categories and years the caller fixes (hard limits: one paper is Track A, several
         are compared as Track B). `route`: a route decided elsewhere (the LLM router), else the rules route.
         `previous`: (doc_id, title) of the conversation's last one-paper answer, for a follow-up that names none.
+        `transforms=False` leaves out the model's query transforms (an answer written without the model).
         """
         check_question(query)
         scope = scope or SearchFilter()
@@ -135,11 +192,17 @@ class Engine:
             location = locator.locate(asked)
             route = route or RuleRouter(locator).route_located(asked, location)
             info["intent"] = route.intent.value
+        generated = self.transform(query, log, catalogue=catalogue.ready) if transforms else Generated([], None)
         wanted = list(scope.doc_ids or [])
         cats = list(scope.categories or [])
         if cats:
             route = route.model_copy(update={"target_section_category": [c.name for c in cats]})
-        notes: list[str] = []
+        notes: list[str] = list(generated.notes)
+        searched, scope = asked, self._self_query(generated, scope)
+        if (sq := generated.self_query) is not None:
+            searched = expand(sq.query)
+            if sq.doc_ids and not wanted and not route.doc_ids:
+                wanted = list(sq.doc_ids)
         if not wanted and not route.doc_ids and previous is not None and points_back(query):
             wanted = [previous[0]]
             notes.append(f"Follow-up: staying on {previous[1]!r}.")
@@ -165,15 +228,21 @@ class Engine:
             track, papers = "B", []
 
         prefer = route.categories
+        if generated.self_query is not None:
+            prefer = list(dict.fromkeys([*prefer, *generated.self_query.sections]))
         hard = scope.model_copy(update={"doc_ids": None})  # papers are the track's; sections and years stay
         if track == "A":
             identifying = location.identifying_words if papers == location.named[:1] else []
-            chunks = self._passages(asked, papers, prefer, k, identifying, hard, log)
+            chunks = self._passages(searched, papers, prefer, k, identifying, hard, log, generated)
         else:
-            chunks = self._survey(asked, papers, location, prefer, k, hard, log)
+            chunks = self._survey(searched, papers, location, prefer, k, hard, log, generated)
         if track == "B" and chunks:
+            # A question in Chinese the model rewrote in English is checked in the model's words.
+            checked = generated.queries[0] if generated.queries and has_chinese(query) else query
             with log.run("postprocessor", "coverage") as info:
-                covered = check_coverage(query, asked, chunks, self._contains)
+                covered = check_coverage(
+                    checked, expand(checked) if checked != query else asked, chunks, self._contains
+                )
                 info.update(absent=covered.absent, share=round(covered.share, 2), unread=covered.unread)
             if not covered.covered:
                 notes.append(covered.note())
@@ -189,17 +258,40 @@ class Engine:
             n_papers=len(catalogue.ready),
             models=self.models(),
             operators=log.runs,
+            generated=generated.fields(),
+        )
+
+    def _self_query(self, generated: Generated, scope: SearchFilter) -> SearchFilter:
+        """The caller's scope with the years self-query found (the caller's own years win)."""
+        sq = generated.self_query
+        if sq is None or sq.years == (None, None):
+            return scope
+        return scope.model_copy(
+            update={
+                "year_min": scope.year_min if scope.year_min is not None else sq.years[0],
+                "year_max": scope.year_max if scope.year_max is not None else sq.years[1],
+            }
         )
 
     # --- the building blocks the agent's tools call -------------------------------------------------------------
 
-    def search(self, query: str, scope: SearchFilter | None = None, k: int | None = None) -> Retrieval:
+    def search(
+        self,
+        query: str,
+        scope: SearchFilter | None = None,
+        k: int | None = None,
+        *,
+        generated: Generated | None = None,
+    ) -> Retrieval:
         """The best passages of the papers in scope (all papers when none): every section competes, those the
-        question asks about lead (`search_by_section`; `retrieve --paper ID` gives the same citations)."""
+        question asks about lead (`search_by_section`; `retrieve --paper ID` gives the same citations).
+        `generated`: transforms already run on the query (else the configured ones run, self-query aside)."""
         check_question(query)
         scope = scope or SearchFilter()
         k = k or self.settings.retrieval.k
         log = RunLog()
+        if generated is None:
+            generated = self.transform(query, log, self_query=False)
         asked = expand(query)
         wanted = list(scope.doc_ids or [])
         identifying: list[str] = []
@@ -209,21 +301,41 @@ class Engine:
         cats = list(scope.categories or [])
         prefer = cats or [SectionCategory[c] for c in section_cues(asked)]
         hard = scope.model_copy(update={"doc_ids": None})
-        chunks = self._passages(asked, wanted, prefer, k, identifying, hard, log)
+        chunks = self._passages(asked, wanted, prefer, k, identifying, hard, log, generated)
         track: Track = "A" if len(wanted) == 1 else "B"
         doc_ids = list(dict.fromkeys(h.doc_id for h in chunks))
         return Retrieval(
-            query=query, chunks=chunks, track=track, doc_ids=doc_ids, models=self.models(), operators=log.runs
+            query=query,
+            chunks=chunks,
+            track=track,
+            doc_ids=doc_ids,
+            notes=list(generated.notes),
+            models=self.models(),
+            operators=log.runs,
+            generated=generated.fields(),
         )
 
-    def find_papers(self, query: str, k: int = 5) -> list[tuple[StoredChunk, float]]:
+    def find_papers(
+        self, query: str, k: int = 5, *, generated: Generated | None = None
+    ) -> list[tuple[StoredChunk, float]]:
         """The papers a topic or a name points at (`search_abstracts`): each paper's abstract chunk and its score.
 
         The catalogue's view first (a paper named by its title, short name, acronym or authors leads); papers only
-        the abstract search found follow, their scores kept below the located ones.
+        the abstract search found follow, their scores kept below the located ones. `generated`: query transforms
+        run on the query; their queries' abstract rankings are fused with the query's.
         """
         asked = expand(query)
-        hits = self.retriever.search(self.store, asked, SearchFilter(categories=[SectionCategory.ABSTRACT]), k * 3)
+        # Papers enriched with `summaries` are found by their summaries too (each stands for the abstract).
+        kinds = ["chunk", "summary"] if any("summaries" in p.enrichments for p in self.papers()) else ["chunk"]
+        abstracts = SearchFilter(categories=[SectionCategory.ABSTRACT], kinds=kinds)
+        hits = to_chunks(self.retriever.search(self.store, asked, abstracts, k * 3))
+        if generated is not None and (generated.queries or generated.hyde):
+            rankings = [(hits, 1.0)]
+            for q in generated.queries:
+                rankings.append((to_chunks(self.retriever.search(self.store, expand(q), abstracts, k * 3)), 1.0))
+            for p in generated.hyde:
+                rankings.append((to_chunks(self.hyde_retriever.search(self.store, p, abstracts, k * 3)), 1.0))
+            hits = fuse(rankings, k * 3, self.settings.retrieval.rrf_k)
         best: dict[str, StoredChunk] = {}
         for h in hits:
             best.setdefault(h.doc_id, h)
@@ -238,6 +350,11 @@ class Engine:
     def window(self, doc_id: str, chunk_index: int, window: int = 1) -> list[StoredChunk]:
         """Chunks chunk_index-window .. chunk_index+window of a paper, in order (`get_context_window`)."""
         return self.store.get_context_window(validate_doc_id(doc_id), chunk_index, window)
+
+    def summary(self, doc_id: str) -> str:
+        """The paper's summary written by the chat model at ingest (`--enrich summaries`), or "" when it has none."""
+        paper = self.store.get_paper(validate_doc_id(doc_id))
+        return paper.summary if paper is not None and paper.ready else ""
 
     def introduction(self, doc_id: str, max_tokens: int | None = None) -> list[StoredChunk]:
         """The paper's Introduction, first ~500 tokens (else its Abstract) (`get_paper_introduction`)."""
@@ -276,10 +393,23 @@ class Engine:
         return found[0] if found else None
 
     def _candidates(self, query: str, search_filter: SearchFilter, n: int, log: RunLog) -> list[StoredChunk]:
-        """The retriever's hits for a query, reference lists left out unless it asks about citations."""
+        """The retriever's hits for a query, reference lists left out unless it asks about citations.
+
+        Where papers were enriched (`ingest --enrich`), the rows that stand for a chunk are searched with the
+        chunks and hits on them become that chunk (best score kept): questions always, section and paper
+        summaries when the search spans papers (they locate papers more than passages).
+        """
+        derived = self._derived_kinds(search_filter)
+        if derived:
+            search_filter = search_filter.model_copy(update={"kinds": [*search_filter.kinds, *derived]})
         with log.run("retriever", self.retriever.name) as info:
-            hits = self.retriever.search(self.store, query, search_filter, n + REFERENCE_SLACK)
+            # Several rows can stand for one chunk: ask for more, so that enough distinct chunks remain.
+            depth = n + REFERENCE_SLACK
+            hits = self.retriever.search(self.store, query, search_filter, depth * (3 if derived else 1))
             info["hits"] = len(hits)
+            if derived:
+                hits = to_chunks(hits)[:depth]
+                info["kinds"] = search_filter.kinds
         with log.run("postprocessor", "references") as info:
             kept = drop_references(query, hits, n)
             info["kept"] = len(kept)
@@ -289,6 +419,17 @@ class Engine:
                 if self.reranker.notes:
                     info["notes"] = list(self.reranker.notes)
         return kept
+
+    def _derived_kinds(self, search_filter: SearchFilter) -> list[str]:
+        """Kinds of enrichment rows to search with the chunks: those the papers have (catalogue), for a search of
+        body chunks; summaries only when the search is not inside one paper."""
+        if search_filter.kinds != ["chunk"]:
+            return []
+        made = {e for p in self.papers() for e in p.enrichments}
+        kinds = ["question"] if "questions" in made else []
+        if "summaries" in made and (search_filter.doc_ids is None or len(search_filter.doc_ids) > 1):
+            kinds.append("summary")
+        return kinds
 
     def _rerank(self, query: str, hits: list[StoredChunk]) -> list[StoredChunk]:
         """Hits in the reranker's order, its scores (scaled 0-1 within the candidates) as their scores; with
@@ -327,16 +468,50 @@ class Engine:
         identifying: Sequence[str],
         scope: SearchFilter,
         log: RunLog,
+        generated: Generated | None = None,
     ) -> list[StoredChunk]:
         """Track A (and the agent's passage search): every section of the papers in scope competes."""
+
+        def prepare(q: str) -> str:
+            return inflect(focus(q, list(identifying)))
+
         with log.run("transform", "focus", identifying=list(identifying)):
-            text = inflect(focus(query, list(identifying)))
+            text = prepare(query)
         within = SearchFilter(**{**scope.model_dump(), "doc_ids": list(doc_ids) or None})
         n = self.settings.retrieval.candidates
-        hits = self._candidates(text, within, n, log)
+        hits = self._fused(text, within, n, log, generated, prepare)
         if not hits and text != query:
             hits = self._candidates(query, within, n, log)
         return self._rank(hits, prefer, k, log)
+
+    def _fused(
+        self,
+        text: str,
+        within: SearchFilter,
+        n: int,
+        log: RunLog,
+        generated: Generated | None,
+        prepare: Callable[[str], str],
+    ) -> list[StoredChunk]:
+        """The candidates for the question's text, fused (RRF) with those of the transforms' queries (prepared as
+        the text was) and HyDE passages; a "weak" HyDE is written only when the text's own search was weak."""
+        hits = self._candidates(text, within, n, log)
+        if generated is None or not generated.active:
+            return hits
+        rankings = [(hits, 1.0)]
+        rankings += [(self._candidates(prepare(expand(q)), within, n, log), 1.0) for q in generated.queries]
+        weak = not hits or word_share(text, hits[: self.settings.retrieval.k]) < WEAK_COVERAGE
+        for passage in generated.hyde_passages(weak=weak):
+            with log.run("retriever", f"hyde:{self.hyde_retriever.name}") as info:
+                found = self.hyde_retriever.search(self.store, passage, within, n + REFERENCE_SLACK)
+                rankings.append((drop_references(text, found, n), 1.0))
+                info["hits"] = len(rankings[-1][0])
+        if len(rankings) == 1:
+            return hits
+        with log.run("postprocessor", "fuse", rankings=len(rankings)) as info:
+            fused = fuse(rankings, n, self.settings.retrieval.rrf_k)
+            info["kept"] = len(fused)
+        return fused
 
     def _rank(
         self, hits: list[StoredChunk], prefer: Sequence[SectionCategory], k: int, log: RunLog
@@ -361,13 +536,14 @@ class Engine:
         k: int,
         scope: SearchFilter,
         log: RunLog,
+        generated: Generated | None = None,
     ) -> list[StoredChunk]:
         """Track B: the papers that answer best (catalogue evidence and their passages), a passage each; a
         paper that clearly leads the others gives more."""
         r = self.settings.retrieval
         text = survey_focus(query)
         within = SearchFilter(**{**scope.model_dump(), "doc_ids": doc_ids or None})
-        hits = self._candidates(text, within, max(r.candidates, 3 * r.survey_papers * 4), log)
+        hits = self._fused(text, within, max(r.candidates, 3 * r.survey_papers * 4), log, generated, survey_focus)
         if not hits:
             return []
         quiet = RunLog()  # each paper's passages go through the same postprocessors: reported once, here

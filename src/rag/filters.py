@@ -31,6 +31,7 @@ MATCH_NOTHING = "id < 0"
 # Rows without the key are kept: comparisons on a missing JSON key are null (neither true nor false)
 # in Milvus Lite, so the missing case is tested explicitly with `exists`.
 _NOT_CAPTION = '(not (exists metadata["is_caption"])) or (metadata["is_caption"] == false)'
+_RAPTOR_ROOT = 'metadata["root"] == true'
 
 
 def validate_doc_id(value: object) -> str:
@@ -93,6 +94,26 @@ class SearchFilter(BaseModel):
     year_max: int | None = Field(default=None, ge=0, le=32767, description="Latest conference year.")
     kinds: list[str] = Field(default_factory=lambda: ["chunk"], description="Row kinds to search.")
     exclude_captions: bool = Field(default=False, description="Skip chunks made only of figure/table captions.")
+    chunk_indexes: list[int] | None = Field(
+        default=None, description="Only rows with these chunk_index values (a RAPTOR tree's children)."
+    )
+    raptor_roots: bool = Field(default=False, description="Only the top nodes of RAPTOR trees (kind raptor).")
+
+    @field_validator("chunk_indexes", mode="before")
+    @classmethod
+    def _check_indexes(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, list | tuple | set | frozenset):
+            raise ValueError("chunk_indexes must be a list of integers")
+        out = []
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
+                raise ValueError(f"invalid chunk_index {v!r}: expected an integer >= 0")
+            out.append(v)
+        if len(out) > MAX_DOC_IDS:
+            raise ValueError(f"at most {MAX_DOC_IDS} chunk indexes per filter, got {len(out)}")
+        return sorted(set(out))
 
     @field_validator("doc_ids", mode="before")
     @classmethod
@@ -139,8 +160,8 @@ class SearchFilter(BaseModel):
 
     @property
     def matches_nothing(self) -> bool:
-        """True when the filter excludes every row (an empty doc_ids or categories list)."""
-        return self.doc_ids == [] or self.categories == []
+        """True when the filter excludes every row (an empty doc_ids, categories or chunk_indexes list)."""
+        return self.doc_ids == [] or self.categories == [] or self.chunk_indexes == []
 
     def to_expr(self) -> str:
         """The filter as a Milvus boolean expression with escaped literals ("" = no constraint)."""
@@ -158,6 +179,10 @@ class SearchFilter(BaseModel):
         parts.append(string_in("kind", self.kinds))
         if self.exclude_captions:
             parts.append(_NOT_CAPTION)
+        if self.chunk_indexes is not None:
+            parts.append(int_in("chunk_index", self.chunk_indexes))
+        if self.raptor_roots:
+            parts.append(_RAPTOR_ROOT)
         return " and ".join(f"({p})" for p in parts)
 
     def to_template(self) -> tuple[str, dict[str, Any]]:
@@ -182,6 +207,11 @@ class SearchFilter(BaseModel):
         params["kinds"] = list(self.kinds)
         if self.exclude_captions:
             parts.append(_NOT_CAPTION)
+        if self.chunk_indexes is not None:
+            parts.append("chunk_index in {chunk_indexes}")
+            params["chunk_indexes"] = list(self.chunk_indexes)
+        if self.raptor_roots:
+            parts.append(_RAPTOR_ROOT)
         return " and ".join(f"({p})" for p in parts), params
 
 

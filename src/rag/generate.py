@@ -84,12 +84,16 @@ class Generator:
         *,
         concurrency: int = 4,
         requests_per_second: float | None = None,
+        max_tokens: int | None = None,
     ) -> None:
+        """`max_tokens`: a cap on each reply below the model's own (a query needs fewer tokens than an answer)."""
         self.model = chat_model
         self.name = model_label(chat_model)
         self.cache = GenerationCache.open(cache_path)
         self.concurrency = max(1, concurrency)
         self.interval = 1.0 / requests_per_second if requests_per_second else 0.0
+        own = getattr(chat_model, "max_tokens", None)
+        self.max_tokens = min(max_tokens, own) if max_tokens and isinstance(own, int) else max_tokens
         self.calls = 0  # model calls made
         self.cached = 0  # answers taken from the cache
         self._lock = threading.Lock()
@@ -99,7 +103,8 @@ class Generator:
         """The cache key of a filled prompt: the model, the prompt's name and version, the text."""
         version = hashlib.sha256(load_prompt(prompt).text.encode()).hexdigest()[:12]
         digest = hashlib.sha256(text.encode()).hexdigest()
-        return f"{self.name}|{prompt}@{version}|{digest}"
+        cap = f"|max{self.max_tokens}" if self.max_tokens else ""  # a shorter cap may cut the reply: another entry
+        return f"{self.name}|{prompt}@{version}|{digest}{cap}"
 
     def generate(self, prompt: str, /, **fields: Any) -> str:
         """The model's reply to prompt `prompt` filled with `fields` (from the cache when it was asked before)."""
@@ -110,7 +115,7 @@ class Generator:
                 self.cached += 1
             return hit
         self._wait_for_slot()
-        reply = self.model.invoke([HumanMessage(content=text)])
+        reply = self.model.invoke([HumanMessage(content=text)], **self._limits())
         out = str(reply.text).strip()
         with self._lock:
             self.calls += 1
@@ -137,6 +142,17 @@ class Generator:
         if self.cache is None:
             return None
         return self.cache.get(self.key(prompt, load_prompt(prompt).format(**fields)))
+
+    def _limits(self) -> dict[str, Any]:
+        """Call arguments that cap the reply: max_tokens for an OpenAI-style model (and its extra_body, which local
+        servers read), nothing for a model without that setting."""
+        if not self.max_tokens or not hasattr(self.model, "max_tokens"):
+            return {}
+        limits: dict[str, Any] = {"max_tokens": self.max_tokens}
+        extra = getattr(self.model, "extra_body", None)
+        if isinstance(extra, dict) and "max_tokens" in extra:
+            limits["extra_body"] = {**extra, "max_tokens": self.max_tokens}
+        return limits
 
     def _wait_for_slot(self) -> None:
         """Block until the requests-per-second limit lets the next call go."""

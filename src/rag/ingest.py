@@ -33,6 +33,7 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -40,7 +41,10 @@ from pydantic import BaseModel, Field
 
 from ..config import Settings
 from ..errors import PaperscopeError, ParseError
-from .chunking import ChunkOptions, chunk_paper
+from ..parser.models import Paper
+from .chunking import Chunk, ChunkOptions, chunk_paper
+from .embeddings import Embedder
+from .enrich import Cost, EnrichedPaper, Enricher
 from .paths import escape_path, unescape_path
 from .store import PaperRecord, PaperStore, clipped
 
@@ -48,7 +52,7 @@ from .store import PaperRecord, PaperStore, clipped
 DOC_ID_NAMESPACE = uuid.UUID("6f1d8a52-3c1e-5b7a-9a43-1f6e2d0c9b11")
 
 Status = Literal["ingested", "unchanged", "replaced", "repaired", "failed"]
-Stage = Literal["reading", "parsing", "chunking", "embedding", "done"]
+Stage = Literal["reading", "parsing", "chunking", "enriching", "embedding", "done"]
 #: File names (without suffix, any case) that a folder walk skips: project files, not papers.
 NOT_PAPERS = frozenset(
     {"readme", "license", "licence", "copying", "changelog", "changes", "history", "news", "contributing"}
@@ -84,6 +88,9 @@ class FileResult(BaseModel):
     structure_found: bool = Field(True, description="False when the parser found no heading in the paper.")
     replaced: list[str] = Field(default_factory=list, description="doc_ids of earlier versions removed.")
     warnings: list[str] = Field(default_factory=list, description="What was stored differently from the file.")
+    enrichments: list[str] = Field(default_factory=list, description="Enrichments it was indexed with (rag/enrich).")
+    calls: int = Field(0, description="Model calls made to enrich it (cached replies cost none).")
+    enrich_seconds: float = Field(0.0, description="Time spent enriching it (model calls included).")
 
 
 class Skipped(BaseModel):
@@ -105,6 +112,7 @@ class IngestReport(BaseModel):
     )
     seconds: float = 0.0
     embed_seconds: float = Field(0.0, description="Time spent computing embeddings.")
+    cost: Cost | None = Field(None, description="What enrichment was planned to cost (model calls, tokens).")
 
     def count(self, status: Status) -> int:
         """Files with this status."""
@@ -121,6 +129,11 @@ class IngestReport(BaseModel):
     @property
     def chunks(self) -> int:
         return sum(f.chunks for f in self.files)
+
+    @property
+    def calls(self) -> int:
+        """Model calls made to enrich the files."""
+        return sum(f.calls for f in self.files)
 
 
 class IngestInterrupted(KeyboardInterrupt):
@@ -234,6 +247,63 @@ def _not_a_file(path: Path) -> str:
     return "not a regular file"
 
 
+@dataclass
+class IngestPlan:
+    """What enriching a batch will cost (`plan_enrichment`), and the files it parsed to find out."""
+
+    cost: Cost = field(default_factory=Cost)
+    calls: dict[Path, int] = field(default_factory=dict)  # model calls planned per file (for progress)
+    prepared: dict[Path, tuple[Paper, list[Chunk]]] = field(default_factory=dict)  # parsed and chunked
+
+
+#: Parsed files a plan keeps for ingest to reuse (more are parsed again: memory stays bounded).
+PREPARED_KEPT = 64
+
+
+def prepare(path: Path, settings: Settings, embedder: Embedder) -> tuple[Paper, list[Chunk]]:
+    """Parse and chunk one file as ingest does; ParseError when nothing is left to index."""
+    from ..parser import parse_file  # PyMuPDF: imported when a file is parsed (reading commands never do)
+
+    limits = settings.parsing
+    paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
+    options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embedder.embed_documents)
+    chunks = chunk_paper(paper, embedder.token_counter, settings.chunking.strategy, options)
+    if not any(c.kind == "chunk" for c in chunks):
+        raise ParseError(path, "no text to index after parsing")
+    return paper, chunks
+
+
+def plan_enrichment(
+    paths: Iterable[str | Path],
+    settings: Settings,
+    enricher: Enricher,
+    embedder: Embedder,
+    store: PaperStore | None = None,
+    *,
+    force: bool = False,
+) -> IngestPlan:
+    """What enriching the files ingest would index (new, changed, damaged, or all with `force`) costs, before
+    any model call: calls to make, calls the cache answers, tokens. Without `store` (a knowledge base not made
+    yet) every file is new. Files that cannot be read or parsed are left out (ingest reports them)."""
+    plan = IngestPlan()
+    damaged = set(store.damaged()) if store is not None else set()
+    count, embed = embedder.token_counter.count, embedder.embed_documents
+    for path in discover(paths).files:
+        try:
+            existing = store.get_paper(doc_id_for(file_sha256(path))) if store is not None else None
+            if existing is not None and existing.ready and not force and existing.doc_id not in damaged:
+                continue
+            paper, chunks = prepare(path, settings, embedder)
+        except (OSError, PaperscopeError):
+            continue
+        stats = enricher.plan(paper, chunks, count, embed)
+        plan.cost.add(stats, sum(1 for c in chunks if c.kind == "chunk"))
+        plan.calls[path] = stats.planned
+        if len(plan.prepared) < PREPARED_KEPT:
+            plan.prepared[path] = (paper, chunks)
+    return plan
+
+
 def ingest(
     paths: Iterable[str | Path],
     settings: Settings,
@@ -242,13 +312,17 @@ def ingest(
     force: bool = False,
     progress: Progress | None = None,
     repair: bool = True,
+    enricher: Enricher | None = None,
+    plan: IngestPlan | None = None,
 ) -> IngestReport:
     """Ingest files and folders (PDF, Markdown, text) into the knowledge base of `settings`.
 
     Opens (and closes) the store when none is given. `force` re-ingests unchanged files, e.g. after
-    changing the chunking strategy. `repair`: first look for papers listed as ready whose chunks are not all
-    stored, and ingest them again (see the module docstring). Ctrl-C raises IngestInterrupted carrying what
-    was done.
+    changing the chunking strategy or the enrichments. `repair`: first look for papers listed as ready whose
+    chunks are not all stored, and ingest them again (see the module docstring). `enricher`: index-time
+    enrichment (rag/enrich), every generated text of a paper computed before anything of it is written;
+    `plan`: what `plan_enrichment` found (its parsed files are reused). Ctrl-C raises IngestInterrupted
+    carrying what was done.
     """
     started = time.perf_counter()
     files, report_files, skipped, unread = discover(paths)
@@ -263,20 +337,22 @@ def ingest(
             unread=unread,
             seconds=time.perf_counter() - started,
             embed_seconds=getattr(store.embedder, "seconds", 0.0) - embed_before,
+            cost=plan.cost if plan is not None else None,
         )
 
     current: Path | None = None
     try:
         damaged = _damaged(store) if repair else {}
+        job = _Job(settings, store, progress, enricher, plan)
         for current in files:
-            report_files.append(_ingest_file(current, settings, store, force, progress, damaged))
+            report_files.append(_ingest_file(current, job, force, damaged))
         for paper, stored in list(damaged.values()):  # damaged papers no file of this batch holds
             holder = next((unescape_path(s) for s in paper.sources if holds(s, paper.sha256)), None)
             if holder is None:
                 report_files.append(_unrepairable(paper, stored))
                 continue
             current = holder
-            report_files.append(_ingest_file(holder, settings, store, True, progress, damaged))
+            report_files.append(_ingest_file(holder, job, True, damaged))
         current = None
     except KeyboardInterrupt as exc:
         raise IngestInterrupted(report(), escape_path(current) if current else None) from exc
@@ -310,15 +386,20 @@ def _unrepairable(paper: PaperRecord, stored: int) -> FileResult:
     return FileResult(path=paper.source, status="failed", doc_id=paper.doc_id, title=paper.title, error=error)
 
 
-def _ingest_file(
-    path: Path,
-    settings: Settings,
-    store: PaperStore,
-    force: bool,
-    progress: Progress | None,
-    damaged: Damaged | None = None,
-) -> FileResult:
+@dataclass
+class _Job:
+    """What every file of one ingest call shares."""
+
+    settings: Settings
+    store: PaperStore
+    progress: Progress | None = None
+    enricher: Enricher | None = None
+    plan: IngestPlan | None = None
+
+
+def _ingest_file(path: Path, job: _Job, force: bool, damaged: Damaged | None = None) -> FileResult:
     """Ingest one file; a paper in `damaged` is ingested again whatever `force` says, and taken out of it."""
+    store, progress, enricher = job.store, job.progress, job.enricher
     started = time.perf_counter()
     source = escape_path(path)  # what the catalogue stores and messages show
     name = escape_path(path.name)
@@ -348,6 +429,10 @@ def _ingest_file(
                 store.set_sources(doc_id, [*existing.sources, source])
             replaced = _release(store, earlier, source)
             report("done")
+            hint = []
+            if enricher is not None and existing.enrichments != enricher.strategies:
+                had = ", ".join(existing.enrichments) or "no enrichment"
+                hint = [f"{name}: stored with {had}; `ingest --force` indexes it with {', '.join(enricher.strategies)}"]
             return FileResult(
                 path=source,
                 status="replaced" if replaced else "unchanged",
@@ -356,28 +441,33 @@ def _ingest_file(
                 pages=existing.pages,
                 seconds=time.perf_counter() - started,
                 replaced=replaced,
+                warnings=hint,
+                enrichments=existing.enrichments,
             )
     except PaperscopeError as exc:
         return failed(_message(exc, path, name), doc_id)
 
     wrote = False
+    enriched: EnrichedPaper | None = None
     try:
-        from ..parser import parse_file
-
         report("parsing")
-        limits = settings.parsing
-        paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
+        prepared = job.plan.prepared.pop(path, None) if job.plan is not None else None
+        paper, chunks = prepared or prepare(path, job.settings, store.embedder)
         report("chunking")
-        options = ChunkOptions(
-            **settings.chunking.model_dump(exclude={"strategy"}), embed=store.embedder.embed_documents
-        )
-        chunks = chunk_paper(paper, store.embedder.token_counter, settings.chunking.strategy, options)
-        if not any(c.kind == "chunk" for c in chunks):
-            raise ParseError(path, "no text to index after parsing")
+        if enricher is not None and enricher.strategies:
+            enriched = _enrich(path, job, enricher, paper, chunks, lambda done, total: report("enriching", done, total))
+            chunks = enriched.chunks
         report("embedding", 0, len(chunks))
         wrote = True
         n = store.insert_paper_chunks(
-            paper, chunks, doc_id, sha, source, on_batch=lambda done, total: report("embedding", done, total)
+            paper,
+            chunks,
+            doc_id,
+            sha,
+            source,
+            on_batch=lambda done, total: report("embedding", done, total),
+            enrichments=enriched.enrichments if enriched else (),
+            summary=enriched.summary if enriched else "",
         )
         replaced = _release(store, earlier, source)
     except Exception as exc:
@@ -400,6 +490,8 @@ def _ingest_file(
         )
         if clipped(text, field)
     ]
+    if enriched is not None:
+        warnings += [f"{name}: {w}" for w in enriched.warnings]
     report("done")
     return FileResult(
         path=source,
@@ -412,7 +504,26 @@ def _ingest_file(
         replaced=replaced,
         warnings=warnings,
         structure_found=paper.structure_found,
+        enrichments=enriched.enrichments if enriched else [],
+        calls=enriched.stats.made if enriched else 0,
+        enrich_seconds=enriched.seconds if enriched else 0.0,
     )
+
+
+def _enrich(
+    path: Path, job: _Job, enricher: Enricher, paper: Paper, chunks: list[Chunk], on_call: Callable[[int, int], None]
+) -> EnrichedPaper:
+    """Every generated text of the paper (EnrichmentError when a call fails: nothing of it is written)."""
+    began = time.perf_counter()
+    embedder = job.store.embedder
+    count, embed = embedder.token_counter.count, embedder.embed_documents
+    total = job.plan.calls.get(path) if job.plan is not None else None
+    if total is None:
+        total = enricher.plan(paper, chunks, count, embed).planned
+    on_call(0, total)
+    enriched = enricher.enrich(paper, chunks, count, embed, on_call=on_call, total=total)
+    enriched.seconds = time.perf_counter() - began
+    return enriched
 
 
 def _message(exc: Exception, path: Path, name: str) -> str:

@@ -274,7 +274,14 @@ _KEYS = sorted(_GLOSSARY, key=len, reverse=True)
 def glossary_keys() -> list[str]:
     """The Chinese terms the glossary translates, longest first."""
     return list(_KEYS)
+
+
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def has_chinese(text: str) -> bool:
+    """Whether `text` holds Chinese characters."""
+    return _CJK.search(text) is not None
 
 
 def expand(query: str) -> str:

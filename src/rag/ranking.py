@@ -72,14 +72,21 @@ def diversify(
 
 @register("postprocessor", "spread")
 def spread(ranked: Sequence[StoredChunk], k: int, window: int) -> list[StoredChunk]:
-    """The first k hits, skipping neighbours (within `window`) of a hit already picked."""
+    """The first k hits, skipping neighbours (within `window`) of a hit already picked (body chunks only: a
+    RAPTOR summary's number says nothing about where it stands in the paper)."""
     picked: list[StoredChunk] = []
     for h in ranked:
-        if all(h.doc_id != p.doc_id or abs(h.chunk_index - p.chunk_index) > window for p in picked):
+        if all(not _neighbours(h, p, window) for p in picked):
             picked.append(h)
         if len(picked) == k:
             break
     return picked
+
+
+def _neighbours(a: StoredChunk, b: StoredChunk, window: int) -> bool:
+    """Two body chunks of one paper within `window` of each other."""
+    both = a.kind == "chunk" and b.kind == "chunk" and a.doc_id == b.doc_id
+    return both and abs(a.chunk_index - b.chunk_index) <= window
 
 
 @register("postprocessor", "survey")

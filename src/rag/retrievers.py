@@ -7,9 +7,12 @@
 | `hybrid`, `hybrid:rrf`, `hybrid:weighted` | dense + BM25 fused inside Milvus (weighted: dense 0.7, sparse 0.3) |
 | `ensemble:bm25=0.6,dense=0.4` | any retrievers, each run alone, fused here by weighted reciprocal rank |
 | `parent_document`, `parent_document:hybrid` | search the children of a `parent_child` ingest, return their parents |
+| `raptor`, `raptor:dense` | RAPTOR collapsed: chunks and every level of the summary trees in one top-k |
+| `raptor:tree`, `raptor:tree:dense` | RAPTOR tree traversal: the best roots, then their best children, down to chunks |
 
 On a `parent_child` knowledge base every retriever searches the children (kind "chunk"); parents (kind "parent")
-are context, never hits of their own, except through `parent_document`.
+are context, never hits of their own, except through `parent_document`. Rows an enrichment derived from a chunk
+(kinds question and summary) stand for that chunk: `to_chunks` maps hits on them back (the engine does).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ..config import RetrievalSettings
 from ..errors import ConfigError
 from .filters import SearchFilter
 from .registry import get, register
-from .store import PaperStore, StoredChunk
+from .store import PaperStore, StoredChunk, chunk_row_id
 
 
 class Retriever(Protocol):
@@ -165,9 +168,123 @@ def embeds_queries(retriever: Retriever) -> bool:
         return True
     if isinstance(retriever, Ensemble):
         return any(embeds_queries(r) for r, _ in retriever.members)
-    if isinstance(retriever, ParentDocument):
+    if isinstance(retriever, ParentDocument | Raptor):
         return embeds_queries(retriever.inner)
     return False
+
+
+#: Derived row kinds that stand for one chunk (their metadata's chunk_index names it).
+STANDS_FOR_CHUNK = ("question", "summary")
+
+
+def to_chunks(hits: Sequence[StoredChunk]) -> list[StoredChunk]:
+    """Hits on question and summary rows as the chunks they stand for (those rows carry the chunk's fields and
+    text), each chunk once, at its first rank with its best score; other hits as they are, in order."""
+    out: dict[tuple[str, str, int], StoredChunk] = {}
+    for hit in hits:
+        if hit.kind in STANDS_FOR_CHUNK:
+            index = hit.metadata.get("chunk_index")
+            if not isinstance(index, int):
+                continue  # a derived row that points nowhere is no evidence
+            meta = {k: v for k, v in hit.metadata.items() if k not in ("chunk_index", "scope", "section_id", "span")}
+            update = {
+                "kind": "chunk",
+                "chunk_index": index,
+                "id": chunk_row_id(hit.doc_id, "chunk", index),
+                "metadata": {**meta, "found_by": hit.kind},
+            }
+            hit = hit.model_copy(update=update)
+        key = (hit.doc_id, hit.kind, hit.chunk_index)
+        best = out.get(key)
+        if best is None:
+            out[key] = hit
+        elif (hit.score or 0.0) > (best.score or 0.0):
+            out[key] = best.model_copy(update={"score": hit.score})
+    return list(out.values())
+
+
+@register("retriever", "raptor", needs=("raptor enrichment",))
+class Raptor:
+    """RAPTOR collapsed: the chunks and every level of the papers' summary trees compete in one top-k."""
+
+    def __init__(self, inner: Retriever, tree: bool = False, beam: int = 3) -> None:
+        self.inner = inner
+        self.tree = tree
+        self.beam = beam
+
+    @property
+    def name(self) -> str:
+        return f"raptor:{'tree:' if self.tree else ''}{self.inner.name}"
+
+    def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        scope = search_filter or SearchFilter()
+        if not self.tree:
+            kinds = list(dict.fromkeys([*scope.kinds, "raptor"]))
+            return self.inner.search(store, query, scope.model_copy(update={"kinds": kinds}), k)
+        picked = self._descend(store, query, scope)
+        if len(picked) < k:  # papers without a tree, or a shallow one: their chunks fill the rest
+            seen = {(h.doc_id, h.kind, h.chunk_index) for h in picked}
+            rest = self.inner.search(store, query, scope, k)
+            picked += [h for h in rest if (h.doc_id, h.kind, h.chunk_index) not in seen]
+        return picked[:k]
+
+    def _descend(self, store: PaperStore, query: str, scope: SearchFilter) -> list[StoredChunk]:
+        """Tree traversal: the `beam` best roots, then the best of their children, level by level down to the
+        chunks; every node picked on the way, scored relative to the best of its level, deeper ones first."""
+        # Summary nodes span sections: a section filter applies to the chunks at the bottom only.
+        nodes = scope.model_copy(update={"kinds": ["raptor"], "raptor_roots": True, "categories": None})
+        frontier = _relative(self.inner.search(store, query, nodes, self.beam))
+        picked: list[tuple[int, StoredChunk]] = [(1, h) for h in frontier]
+        depth = 1
+        while frontier:
+            wanted = {(h.doc_id, "raptor", int(i)) for h in frontier for i in h.metadata.get("children", [])}
+            wanted |= {(h.doc_id, "chunk", int(i)) for h in frontier for i in h.metadata.get("child_chunks", [])}
+            if not wanted:
+                break
+            kinds = sorted({kind for _, kind, _ in wanted})
+            update = {
+                "doc_ids": sorted({d for d, _, _ in wanted}),
+                "kinds": kinds,
+                "chunk_indexes": sorted({i for _, _, i in wanted}),
+                "raptor_roots": False,
+                "categories": scope.categories if kinds == ["chunk"] else None,
+            }
+            within = scope.model_copy(update=update)
+            n = min(1000, 4 * len(wanted))
+            found = _relative(_among(self.inner.search(store, query, within, n), wanted))
+            if len(found) < self.beam and not isinstance(self.inner, Dense):
+                # Children that share no word with the question (BM25 finds none) can still be near it in meaning;
+                # they rank below those that share words.
+                seen = {h.id for h in found}
+                dense = _among(Dense().search(store, query, within, n), wanted)
+                near = _relative([h for h in dense if h.id not in seen])
+                found += [h.model_copy(update={"score": 0.5 * (h.score or 0.0)}) for h in near]
+            frontier = found[: self.beam]
+            depth += 1
+            picked += [(depth, h) for h in frontier]
+        picked.sort(key=lambda p: (-(p[1].score or 0.0), -p[0]))
+        return [h for _, h in picked]
+
+
+register(
+    "retriever",
+    "raptor:tree",
+    needs=("raptor enrichment",),
+    summary="RAPTOR tree traversal: the best "
+    "roots of the papers' summary trees, then the best of their children, level by level down to chunks.",
+)(Raptor)
+
+
+def _among(hits: list[StoredChunk], wanted: set[tuple[str, str, int]]) -> list[StoredChunk]:
+    """The hits that are among `wanted` (doc_id, kind, chunk_index): a filter on indexes and papers apart matches
+    more than the pairs."""
+    return [h for h in hits if (h.doc_id, h.kind, h.chunk_index) in wanted]
+
+
+def _relative(hits: list[StoredChunk]) -> list[StoredChunk]:
+    """Hits with scores relative to the best of them (scores of separate searches are not comparable)."""
+    top = max((h.score or 0.0 for h in hits), default=0.0) or 1.0
+    return [h.model_copy(update={"score": (h.score or 0.0) / top}) for h in hits]
 
 
 def make_retriever(spec: str, settings: RetrievalSettings | None = None) -> Retriever:
@@ -185,6 +302,12 @@ def make_retriever(spec: str, settings: RetrievalSettings | None = None) -> Retr
         if args.startswith("parent_document"):
             raise ConfigError("retriever parent_document cannot search parents of parents")
         return ParentDocument(make_retriever(args or "bm25", r))
+    if name == "raptor":
+        tree = args == "tree" or args.startswith("tree:")
+        inner = args.partition(":")[2] if tree else args
+        if inner.split(":")[0] in ("raptor", "parent_document", "ensemble"):
+            raise ConfigError(f"retriever {spec}: the base of raptor is bm25, dense or hybrid, not {inner!r}")
+        return Raptor(make_retriever(inner or "bm25", r), tree=tree, beam=r.raptor_beam)
     members: list[tuple[Retriever, float]] = []
     for part in (args or r.ensemble).split(","):
         member, _, weight = part.strip().partition("=")

@@ -58,6 +58,14 @@ def test_the_agents_listed_sources_are_numbered_after_the_inline_ones() -> None:
     assert grounded.dropped == ["P2:9"]
 
 
+def test_summary_node_ids_are_citations_in_every_form() -> None:
+    seen = {"P1:raptor:1.2": "doc-a:raptor:1.2", "P1:3": "doc-a:3"}
+    grounded = ground("Overall [P1:raptor:1.2], in detail [P1:3, P1:raptor:1.2]; see P1:raptor:1.2.", seen.get)
+    assert grounded.text == "Overall [1], in detail [2][1]; see [1]."
+    assert grounded.order == ["doc-a:raptor:1.2", "doc-a:3"]
+    assert ground("Not read [P1:raptor:2.0].", seen.get).dropped == ["P1:raptor:2.0"]
+
+
 def test_bare_passage_ids_outside_brackets_are_citations_too() -> None:
     seen = {"P1:3": "doc-a:3"}
     grounded = ground("As P1:3 shows, and P2:7 claims, it works.", seen.get)

@@ -23,6 +23,13 @@ def test_citations_in_either_form_resolve_to_full_ids() -> None:
     assert labels.resolve("P7:1") is None and labels.resolve("not a citation") is None
 
 
+def test_summary_node_citations_are_shortened_and_resolved() -> None:
+    labels = PaperLabels([A])
+    assert labels.short(f"{A}:raptor:2.0") == "P1:raptor:2.0" and labels.short(f"{A}:12") == "P1:12"
+    assert labels.resolve("P1:raptor:2.0") == labels.resolve(f"[{A}:raptor:02.0]") == f"{A}:raptor:2.0"
+    assert labels.resolve("P5:raptor:1.0") is None
+
+
 def test_expand_replaces_only_known_labels() -> None:
     labels = PaperLabels([A])
     assert labels.expand("[P1:3] and P1 but not P2 or AP1") == f"[{A}:3] and {A} but not P2 or AP1"

@@ -12,6 +12,7 @@ import pytest
 from paperscope.parser import Paper, Table, parse_pdf
 from paperscope.rag.chunking import Chunk, chunk_paper
 from paperscope.rag.tokens import local_token_counter
+from tests.pdf_text import PageWords
 
 DEVSET = Path(__file__).resolve().parents[3] / "shared" / "devset"
 _cache: dict[str, Paper] = {}
@@ -133,7 +134,7 @@ def _chunks(name: str) -> list[Chunk]:
 @pytest.mark.parametrize("name", ["emnlp2020_dense_passage_retrieval.pdf", "jallcom2014_al4cu_tio2_composites.pdf"])
 def test_chunk_boxes_hold_the_chunk_text(name: str) -> None:
     """Each chunk's boxes lie on its pages and the text inside them is the chunk's text."""
-    doc = pymupdf.open(DEVSET / "pdfs" / name)
+    words = PageWords(DEVSET / "pdfs" / name)
     chunks = _chunks(name)
     headers = _words(" ".join(h for t in _paper(name).tables for h in t.header)) | {"table"}
     for c in chunks:
@@ -143,13 +144,12 @@ def test_chunk_boxes_hold_the_chunk_text(name: str) -> None:
         assert pages <= set(range(c.page_number, c.metadata["page_end"] + 1)), (c.chunk_index, pages)
         for b in boxes:
             assert len(b["rect"]) == 4 and all(round(v, 1) == v for v in b["rect"])
-        inside = " ".join(doc[b["page"] - 1].get_textbox(pymupdf.Rect(b["rect"])) for b in boxes)
+        inside = " ".join(words.inside(b["page"], b["rect"]) for b in boxes)
         inside = re.sub(r"(\w)-\s+(\w)", r"\1\2", inside)  # words hyphenated at a line break, as the chunk has them
         want = _words(c.text)
         if re.match(r"Table \d+ \|", c.text):  # rows of a table: the column names stand over the first row only
             want -= headers
         assert len(want & _words(inside)) >= 0.9 * len(want), (c.chunk_index, sorted(want - _words(inside))[:10])
-    doc.close()
 
 
 def test_a_split_paragraph_gives_each_chunk_its_own_lines() -> None:

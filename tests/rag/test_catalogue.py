@@ -15,7 +15,6 @@ from paperscope.rag.chunking import ChunkOptions, chunk_paper
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.store import PaperStore
 from paperscope.rag.store.schema import PROP_CATALOGUE
-from paperscope.rag.store.search import bm25_text
 from tests.markdown_papers import markdown
 
 OPTIONS = ChunkOptions(chunk_size=48, overlap=0)  # several chunks per section
@@ -121,13 +120,6 @@ def test_windows_of_several_papers_in_one_read(store: PaperStore) -> None:
         store.set_status(beta, "ready")
     with pytest.raises(ValueError, match=">= 0"):
         store.get_windows({alpha: [-1]})
-
-
-def test_bm25_queries_leave_stop_words_out() -> None:
-    assert bm25_text("What is the accuracy of BERT on SQuAD?") == "What accuracy BERT SQuAD?"
-    assert bm25_text("it's the state-of-the-art") == "it's state-of-the-art"  # words inside others stay
-    assert bm25_text("Is it in?") == "Is it in?"  # nothing else to search with: the question as it is
-    assert bm25_text("检索 the 准确率") == "检索 准确率"
 
 
 def test_bm25_search_still_finds_by_content_words(store: PaperStore) -> None:

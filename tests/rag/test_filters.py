@@ -137,6 +137,19 @@ def test_full_expression() -> None:
     )
 
 
+def test_raptor_tree_filters() -> None:
+    roots = SearchFilter(doc_ids=["a"], kinds=["raptor"], raptor_roots=True)
+    assert roots.to_expr() == '(doc_id == "a") and (kind == "raptor") and (metadata["root"] == true)'
+    children = SearchFilter(kinds=["chunk", "raptor"], chunk_indexes=[7, 2, 7])
+    assert children.chunk_indexes == [2, 7]
+    assert children.to_expr() == '(kind in ["chunk", "raptor"]) and (chunk_index in [2, 7])'
+    assert children.to_template()[1]["chunk_indexes"] == [2, 7]
+    assert SearchFilter(chunk_indexes=[]).to_expr() == MATCH_NOTHING
+    for bad in (["3"], [-1], [True], "1,2"):
+        with pytest.raises(ValidationError):
+            SearchFilter(chunk_indexes=bad)
+
+
 def test_template_form() -> None:
     f = SearchFilter(doc_ids=["a"], categories=["METHOD"], year_min=2020)
     expr, params = f.to_template()

@@ -51,3 +51,11 @@ def test_concurrent_calls_all_return(tmp_path: Path) -> None:
     gen = Generator(model, tmp_path / "gen.sqlite", concurrency=4, requests_per_second=200)
     out = gen.generate_many("answer", [{"context": f"c{i}", "question": "q"} for i in range(8)])
     assert all(isinstance(o, str) and o.startswith("reply to") for o in out) and gen.calls == 8
+
+
+def test_a_lower_reply_cap_is_its_own_cache_entry(tmp_path: Path) -> None:
+    model = ScriptedChatModel([final("short"), final("long")])
+    capped, free = Generator(model, tmp_path / "gen.sqlite", max_tokens=64), Generator(model, tmp_path / "gen.sqlite")
+    assert capped.key("answer", "x") != free.key("answer", "x")
+    assert capped.generate("answer", context="c", question="q") == "short"
+    assert free.generate("answer", context="c", question="q") == "long"  # not the capped reply

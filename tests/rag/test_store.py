@@ -862,6 +862,56 @@ def test_a_text_over_the_varchar_limit_is_refused_not_cut(store: PaperStore) -> 
     assert store.get_paper(did) is None and store.count_chunks(did, kind=None) == 0  # nothing written
 
 
+def _old_catalogue(tmp_path: Path, lacking: tuple[str, ...], row: dict[str, Any], version: str) -> None:
+    """A papers collection of an earlier schema (without the fields `lacking`) holding `row`."""
+    from pymilvus import DataType, Function, FunctionType, MilvusClient
+
+    client = MilvusClient(str((tmp_path / "milvus.db").resolve()))
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    for name, dtype in PAPER_FIELDS.items():
+        if name in lacking:
+            continue
+        if name == "search_text":
+            schema.add_field(name, dtype, max_length=65535, enable_analyzer=True)
+        elif dtype == DataType.VARCHAR:
+            schema.add_field(name, dtype, max_length=4096, is_primary=name == "doc_id")
+        elif dtype == DataType.FLOAT_VECTOR:
+            schema.add_field(name, dtype, dim=384)
+        else:
+            schema.add_field(name, dtype)
+    index = MilvusClient.prepare_index_params()
+    index.add_index("vector", index_type="HNSW", metric_type="COSINE")
+    if "sparse" not in lacking:
+        bm25 = Function(
+            name="search_text_bm25",
+            function_type=FunctionType.BM25,
+            input_field_names=["search_text"],
+            output_field_names=["sparse"],
+        )
+        schema.add_function(bm25)
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    props = {"paperscope.embedder": "local:all-MiniLM-L6-v2", "paperscope.dim": "384", "paperscope.schema": version}
+    client.create_collection("papers_papers", schema=schema, index_params=index, properties=props)
+    client.insert("papers_papers", [row])
+    client.close()
+
+
+def test_a_catalogue_of_schema_3_gains_its_enrichments_and_summary(tmp_path: Path) -> None:
+    """A knowledge base built before enrichment existed is migrated on open: no enrichment, no summary."""
+    row = dict(
+        doc_id=doc_id("old"), title="OldNet: An Old Paper", authors=["Ada Lovelace"], year=2020, abstract="",
+        source="/x.pdf", sources=["/x.pdf"], sha256=sha("old"), n_chunks=0, pages=1, sections=[], status="ready",
+        ingested_at=1, aliases=[["OldNet", "short", 1.0]], search_text="OldNet: An Old Paper OldNet",
+        vector=[1.0] + [0.0] * 383,
+    )  # fmt: skip
+    _old_catalogue(tmp_path, ("enrichments", "summary"), row, "3")
+    with PaperStore(Settings(home=tmp_path), embedder()) as store:
+        [paper] = store.list_papers()
+        assert (paper.doc_id, paper.enrichments, paper.summary, paper.sources) == (doc_id("old"), [], "", ["/x.pdf"])
+        assert {"enrichments", "summary"} <= set(_fields(store, store.papers_name))
+        assert [p.doc_id for p in store.search_papers_bm25("OldNet")] == [doc_id("old")]
+
+
 def test_a_catalogue_of_schema_1_gains_its_sources_and_aliases(tmp_path: Path) -> None:
     """A knowledge base built before `sources` and `aliases` existed is migrated on open, every row kept."""
     from pymilvus import DataType, MilvusClient
@@ -871,7 +921,7 @@ def test_a_catalogue_of_schema_1_gains_its_sources_and_aliases(tmp_path: Path) -
     client = MilvusClient(path)
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     for name, dtype in PAPER_FIELDS.items():
-        if name in ("sources", "aliases", "search_text", "sparse"):
+        if name in ("sources", "aliases", "search_text", "sparse", "enrichments", "summary"):
             continue  # the fields schema 1 did not have
         if dtype == DataType.VARCHAR:
             schema.add_field(name, dtype, max_length=4096, is_primary=name == "doc_id")

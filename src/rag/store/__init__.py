@@ -35,6 +35,7 @@ from .records import (
     StoredChunk,
     chunk_row_id,
     clipped,
+    raptor_citation,
 )
 from .schema import CHUNK_FIELDS, PAPER_FIELDS, PROP_DIM, PROP_EMBEDDER, PROP_SCHEMA, SCHEMA_VERSION
 
@@ -61,4 +62,5 @@ __all__ = [
     "knowledge_bases",
     "lite_problem",
     "peek_client",
+    "raptor_citation",
 ]

@@ -34,6 +34,7 @@ VARCHAR = {
     "abstract": 65535,
     "source": 4096,
     "search_text": 65535,
+    "summary": 65535,
     "sha256": 64,
     "status": 16,
 }
@@ -57,8 +58,15 @@ class StoredChunk(Chunk):
 
     @property
     def citation(self) -> str:
-        """The citation id `<doc_id>:<chunk_index>`."""
+        """The citation id `<doc_id>:<chunk_index>`; a RAPTOR summary node's is `<doc_id>:raptor:<level>.<n>`."""
+        if self.kind == "raptor":
+            return raptor_citation(self.doc_id, self.metadata)
         return f"{self.doc_id}:{self.chunk_index}"
+
+
+def raptor_citation(doc_id: str, metadata: dict[str, Any]) -> str:
+    """`<doc_id>:raptor:<level>.<n>`: node n (0-based) of summary level `level` (1 = summaries of chunks)."""
+    return f"{doc_id}:raptor:{int(metadata.get('level', 0))}.{int(metadata.get('node', 0))}"
 
 
 class PaperAlias(BaseModel):
@@ -88,6 +96,10 @@ class PaperRecord(BaseModel):
     aliases: list[PaperAlias] = Field(
         default_factory=list, description="What people call the paper: short title, names, authors, ids."
     )
+    enrichments: list[str] = Field(
+        default_factory=list, description="Index-time enrichments it was ingested with (rag/enrich), in order."
+    )
+    summary: str = Field("", description="Its summary written by the chat model at ingest (`summaries`), or empty.")
     score: float | None = Field(default=None, description="Similarity to the query, for `search_papers`.")
 
     @property
@@ -138,6 +150,8 @@ def to_paper(row: dict[str, Any], score: float | None = None) -> PaperRecord:
         status=row.get("status", STATUS_INGESTING),
         ingested_at=int(row.get("ingested_at") or 0),
         aliases=[PaperAlias(text=a[0], kind=a[1], weight=a[2]) for a in row.get("aliases") or []],
+        enrichments=[str(e) for e in row.get("enrichments") or []],
+        summary=row.get("summary") or "",
         score=score,
     )
 

@@ -23,7 +23,9 @@ from .milvus import CollectionSchema, DataType, Function, FunctionType, MilvusCl
 from .properties import created_properties
 from .records import VARCHAR, clip
 
-SCHEMA_VERSION = "3"  # 2: the catalogue's `sources`; 3: its `aliases`, searched with BM25 with title and abstract
+# 2: the catalogue's `sources`; 3: its `aliases`, searched with BM25 with title and abstract; 4: the enrichments
+# each paper was indexed with and its summary (rag/enrich).
+SCHEMA_VERSION = "4"
 PROP_EMBEDDER = "paperscope.embedder"
 PROP_DIM = "paperscope.dim"
 PROP_SCHEMA = "paperscope.schema"
@@ -64,11 +66,13 @@ PAPER_FIELDS: dict[str, DataType] = {
     "ingested_at": DataType.INT64,
     "aliases": DataType.JSON,
     "search_text": DataType.VARCHAR,
+    "enrichments": DataType.JSON,
+    "summary": DataType.VARCHAR,
     "vector": DataType.FLOAT_VECTOR,
     "sparse": DataType.SPARSE_FLOAT_VECTOR,
 }
 # Fields an earlier catalogue schema lacks; `_migrate_papers` rebuilds the catalogue with them.
-_LATER_FIELDS = ("sources", "aliases", "search_text", "sparse")
+_LATER_FIELDS = ("sources", "aliases", "search_text", "sparse", "enrichments", "summary")
 
 # What reads and searches ask for.
 CHUNK_OUT = [f for f in CHUNK_FIELDS if f not in ("vector", "sparse")]
@@ -85,6 +89,7 @@ BRIEF_OUT = [
     "status",
     "ingested_at",
     "aliases",
+    "enrichments",
 ]
 SEARCH_OUT = [*CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
 
@@ -146,9 +151,9 @@ class SchemaMixin(StoreBase):
             self._client.rename_collection(tmp, self.papers_name)
 
     def _migrate_papers(self, dim: int, name: str) -> None:
-        """Schema 1 or 2 -> 3: rebuild the catalogue with `sources` (each paper's own source) and `aliases`
-        (from its title, abstract and authors) under a temporary name, then swap it in; a crash at any
-        point leaves one whole catalogue (see `_finish_migration`)."""
+        """Schema 1, 2 or 3 -> 4: rebuild the catalogue with `sources` (each paper's own source), `aliases`
+        (from its title, abstract and authors), `enrichments` (none) and `summary` (none) under a temporary
+        name, then swap it in; a crash at any point leaves one whole catalogue (see `_finish_migration`)."""
         self._client.load_collection(self.papers_name)
         have = {f["name"] for f in self._client.describe_collection(self.papers_name)["fields"]}
         rows = self._query(self.papers_name, "", [f for f in PAPER_FIELDS if f in have and f != "sparse"])
@@ -159,6 +164,8 @@ class SchemaMixin(StoreBase):
             batch = []
             for r in rows[start : start + 500]:
                 r.setdefault("sources", [r["source"]] if r.get("source") else [])
+                r.setdefault("enrichments", [])
+                r.setdefault("summary", "")
                 if "aliases" not in r:
                     ident = identity_of(r.get("title", ""), r.get("abstract", ""), list(r.get("authors") or []))
                     r["aliases"] = alias_rows(ident)
@@ -249,6 +256,8 @@ class SchemaMixin(StoreBase):
             max_length=VARCHAR["search_text"],
             enable_analyzer=True,
         )
+        schema.add_field("enrichments", DataType.JSON)  # what the paper was indexed with (rag/enrich)
+        schema.add_field("summary", DataType.VARCHAR, max_length=VARCHAR["summary"])  # the model's, or ""
         # Milvus requires a vector in every collection; this one serves search_papers (title + abstract).
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)

@@ -9,7 +9,6 @@ Milvus Lite notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -18,27 +17,6 @@ from .base import CONSISTENCY, StoreBase
 from .milvus import AnnSearchRequest, RRFRanker, WeightedRanker
 from .records import STATUS_READY, PaperRecord, StoredChunk, to_chunk, to_paper
 from .schema import BRIEF_OUT, PAPER_OUT, SEARCH_OUT
-
-# Lucene's English stop words (Milvus' `_english_` list). Dropped from BM25 queries: they occur in most chunks, so
-# their weight (idf) is near zero, yet Milvus Lite walks their whole posting lists; a question full of them searched
-# four times slower on 10k chunks.
-ENGLISH_STOP_WORDS = frozenset(
-    {
-        *("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not"),
-        *("of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was"),
-        *("will", "with"),
-    }
-)
-_STOP = re.compile(
-    r"(?<![\w'’\-])(?:" + "|".join(sorted(ENGLISH_STOP_WORDS, key=len, reverse=True)) + r")(?![\w'’\-])",
-    re.IGNORECASE,
-)
-
-
-def bm25_text(query: str) -> str:
-    """The query as BM25 searches it: stop words that stand alone dropped, unless nothing else is left."""
-    kept = " ".join(_STOP.sub(" ", query).split())
-    return kept if re.search(r"\w", kept) else query
 
 
 def _bm25_params() -> dict[str, Any]:
@@ -96,7 +74,7 @@ class SearchMixin(StoreBase):
         self._check_query(query, k)
 
         def run(expr: str) -> list[StoredChunk]:
-            result = self._search_chunks("BM25 search", bm25_text(query), "sparse", _bm25_params(), expr, k)
+            result = self._search_chunks("BM25 search", query, "sparse", _bm25_params(), expr, k)
             # BM25 scores are >= 0; Milvus Lite reports them negated, a server as they are.
             return self._hits(result, abs)
 
@@ -138,7 +116,7 @@ class SearchMixin(StoreBase):
             reqs = [
                 AnnSearchRequest(data=[vector], anns_field="vector", param=_dense_params(n), limit=n, expr=where),
                 AnnSearchRequest(
-                    data=[bm25_text(query)], anns_field="sparse", param=_bm25_params(), limit=n, expr=where
+                    data=[query], anns_field="sparse", param=_bm25_params(), limit=n, expr=where
                 ),
             ]
             with self._failing("hybrid search"):
@@ -184,7 +162,7 @@ class SearchMixin(StoreBase):
         with self._failing("paper search"):
             result = self._client.search(
                 self.papers_name,
-                data=[bm25_text(query)],
+                data=[query],
                 anns_field="sparse",
                 filter=f"status == {quote_string(STATUS_READY)}",
                 limit=k,

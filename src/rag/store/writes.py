@@ -35,11 +35,16 @@ class WritesMixin(CatalogueMixin):
         sha256: str,
         source: str,
         on_batch: Callable[[int, int], None] | None = None,
+        *,
+        enrichments: Sequence[str] = (),
+        summary: str = "",
     ) -> int:
         """Store (or replace) a paper and its chunks; returns the number of chunk rows written.
 
         `source` is the (escaped) path it was read from; it joins the paths already recorded for the paper.
-        `on_batch(done, total)` is called after each batch of chunks is embedded.
+        `on_batch(done, total)` is called after each batch of chunks is embedded. `enrichments`: what the
+        chunks' index texts and derived rows were made with (rag/enrich); `summary`: the paper's summary written
+        by the chat model, kept in the catalogue and searched with its title, aliases and abstract.
 
         Order: paper row "ingesting" -> chunk rows in batches (embedded batch by batch) -> stale rows of a
         previous version deleted -> paper row "ready". A crash leaves the paper "ingesting" (hidden from
@@ -97,7 +102,9 @@ class WritesMixin(CatalogueMixin):
             "status": STATUS_INGESTING,
             "ingested_at": int(time.time()),
             "aliases": alias_rows(ident),
-            "search_text": clip(search_text(paper.title, ident, paper.abstract), "search_text"),
+            "search_text": clip(search_text(paper.title, ident, f"{paper.abstract}\n{summary}".strip()), "search_text"),
+            "enrichments": list(enrichments),
+            "summary": clip(summary, "summary"),
             "vector": paper_vector,
         }
         id_filter = f"doc_id == {quote_string(doc_id)}"
