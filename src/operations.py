@@ -237,26 +237,29 @@ def answer(
     `on_token` receives the answer text as it is written, `on_step` each tool call of the agent as it ends,
     `on_progress` (stage, detail) of the single-shot path.
     """
-    from .agent.searcher import AgenticSearcher
+    from .agent.llm import make_chat_model
 
-    single = request.no_agent or request.scoped
-    with AgenticSearcher(
-        store, settings=settings, enable_agentic_rag=False if single else None, on_step=on_step
-    ) as searcher:
-        if searcher.agentic:
+    chat_model = make_chat_model(settings.llm)
+    single = request.no_agent or request.scoped or not settings.agent.enable_agentic_rag or chat_model is None
+    if not single:
+        from .agent.searcher import AgenticSearcher  # the agent's graph (langgraph) only when the agent runs
+
+        with AgenticSearcher(store, chat_model, settings=settings, on_step=on_step) as searcher:
             if on_progress is not None:
                 on_progress("searching", f"the agent searches with {settings.llm.model}")
             return searcher.run(request.query, history=history, on_token=on_token)
-        doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
-        return searcher.single_shot.answer(
-            request.query,
-            doc_ids=doc_ids,
-            categories=request.section,
-            k=request.k,
-            history=history,
-            on_token=on_token,
-            on_progress=on_progress,
-        )
+    from .agent.pipeline import Searcher
+
+    doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
+    return Searcher(store, settings, chat_model).answer(
+        request.query,
+        doc_ids=doc_ids,
+        categories=request.section,
+        k=request.k,
+        history=history,
+        on_token=on_token,
+        on_progress=on_progress,
+    )
 
 
 # --- the papers list -----------------------------------------------------------------------------------------

@@ -313,25 +313,25 @@ def test_piped_ingest_lines_keep_every_column_whole(tmp_path: Path, monkeypatch:
 
 
 def test_ctrl_c_during_ingest_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import paperscope.rag.ingest as ingest_module
+    import paperscope.parser.files as files_module  # ingest imports the parser from here when it parses
 
     monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
     files = [tmp_path / "a.md", tmp_path / "b.md"]
     files[0].write_text(small_paper("A Paper On Owls", "owls"))
     files[1].write_text(small_paper("A Paper On Moths", "moths"))
-    real_parse = ingest_module.parse_file
+    real_parse = files_module.parse_file
 
     def parse_then_ctrl_c(path: Path, **limits: int) -> object:
         if path.name == "b.md":
             raise KeyboardInterrupt  # the user presses Ctrl-C while the second file is parsed
         return real_parse(path, **limits)
 
-    monkeypatch.setattr(ingest_module, "parse_file", parse_then_ctrl_c)
+    monkeypatch.setattr(files_module, "parse_file", parse_then_ctrl_c)
     result = CliRunner().invoke(app, ["ingest", *map(str, files)])
     assert result.exit_code == 130
     assert "interrupted: kept the 1 file(s) finished before it (1 ingested); b.md was not finished" in result.stderr
     assert "Run the same `paperscope ingest` again" in result.stderr
-    monkeypatch.setattr(ingest_module, "parse_file", real_parse)
+    monkeypatch.setattr(files_module, "parse_file", real_parse)
     again = CliRunner().invoke(app, ["ingest", *map(str, files), "--json"])
     assert [f["status"] for f in json.loads(again.stdout)["files"]] == ["unchanged", "ingested"]
 
@@ -398,6 +398,8 @@ def test_listing_papers_never_needs_the_embedding_cache(tmp_path: Path, monkeypa
     (home / "cache").write_text("a file where the cache directory belongs")
     listed = runner.invoke(app, ["papers"])
     assert listed.exit_code == 0 and "Lichens" in listed.stdout and "warning" not in listed.stderr
+    # BM25 alone never embeds the question; a hybrid search does, and answers without the cache.
+    monkeypatch.setenv("PAPERSCOPE_RETRIEVAL__RETRIEVER", "hybrid")
     asked = runner.invoke(app, ["ask", "What do the authors study about lichens?"])
     assert asked.exit_code == 0 and "[1]" in asked.stdout
     assert "warning: embedding cache" in asked.stderr and "cannot be created" in asked.stderr
