@@ -148,6 +148,12 @@ class RetrievalSettings(_Part):
         description="hyde: write the passage for every question, or only when the question's own search covers few "
         "of its words (weak).",
     )
+    locate_dense: bool = Field(
+        True,
+        description="Locate the paper a question describes by its embedding too (title and abstract vectors), not "
+        "only by names and BM25; off, a BM25-only question never loads the embedding model (a faster start, "
+        "weaker on questions that describe a paper without naming it).",
+    )
     hyde_retriever: str = Field(
         "dense", description="hyde: the retriever that searches the hypothetical passage (dense, bm25, hybrid, ...)."
     )

@@ -69,8 +69,14 @@ def test_reading_commands_load_no_model(home: Path, tmp_path: Path, args: list[s
 
 
 def test_a_bm25_question_loads_no_embedding_model(home: Path, tmp_path: Path) -> None:
-    """BM25 retrieval, MMR over the vectors the search returns, no LLM: nothing needs the question's vector."""
-    loaded, printed = imported(home, tmp_path, "ask", "How many otter crops trained the detector?", "--json")
+    """BM25 retrieval, MMR over the vectors the search returns, no LLM, the locator by names and BM25 alone
+    (retrieval.locate_dense off): nothing needs the question's vector."""
+    user_file = home / "config.toml"
+    user_file.write_text("[retrieval]\nlocate_dense = false\n")
+    try:
+        loaded, printed = imported(home, tmp_path, "ask", "How many otter crops trained the detector?", "--json")
+    finally:
+        user_file.unlink()
     assert loaded == []
     answer = json.loads(printed)
     assert answer["sources"] and "9,800" in answer["answer"]

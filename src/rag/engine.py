@@ -108,9 +108,9 @@ class Engine:
 
     @property
     def embeds_questions(self) -> bool:
-        """True when the retriever embeds questions (dense, hybrid): only then does the paper locator too, so a
-        BM25 question never loads the embedding model."""
-        return embeds_queries(self.retriever)
+        """True when the paper locator embeds questions: `retrieval.locate_dense` (a question that describes its
+        paper without naming it is found by meaning), or anyway when the retriever embeds them (dense, hybrid)."""
+        return self.settings.retrieval.locate_dense or embeds_queries(self.retriever)
 
     def _catalogue_locator(self, catalogue: Catalogue) -> PaperLocator:
         """The locator over the ready papers of `catalogue`, built once per catalogue version."""
