@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.milvus.yml"
@@ -68,6 +69,22 @@ def wait_for_milvus(uri: str, timeout: float, process: subprocess.Popen[bytes] |
             last = str(exc)
             time.sleep(0.3)
     raise RuntimeError(f"Milvus at {uri} did not answer within {timeout:.0f}s: {last}{log_tail(log)}")
+
+
+def connect(uri: str, token: str = "", attempts: int = 3) -> Any:
+    """A MilvusClient on `uri`, connecting again when the server turns a connection away: the Lite server sends
+    GOAWAY ("Too many pings") to a process whose earlier clients' keepalive pings outpaced its policy."""
+    from pymilvus import MilvusClient
+    from pymilvus.exceptions import MilvusException
+
+    for attempt in range(attempts):
+        try:
+            return MilvusClient(uri=uri, token=token)
+        except MilvusException:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0 + attempt)
+    raise AssertionError("unreachable")
 
 
 def log_tail(path: str, lines: int = 20) -> str:

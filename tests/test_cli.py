@@ -425,7 +425,7 @@ def test_an_empty_knowledge_base_with_a_paper_waiting_for_repair_says_so(
 @pytest.mark.integration
 def test_the_cli_on_a_milvus_server(tmp_path: Path, sample_pdfs: dict[str, Path], milvus_server_uri: str) -> None:
     """ingest, papers, ask and check as a user runs them with MILVUS_URI=http://host:port (a real subprocess)."""
-    from pymilvus import MilvusClient
+    from tests.milvus_server import connect
 
     kb = f"cli{uuid.uuid4().hex[:10]}"  # the server is shared by the session: a kb of our own, dropped after
     env = {k: v for k, v in os.environ.items() if k not in ("PAPERSCOPE_LLM_MODEL", "OPENAI_BASE_URL")}
@@ -435,7 +435,7 @@ def test_the_cli_on_a_milvus_server(tmp_path: Path, sample_pdfs: dict[str, Path]
         cmd = [sys.executable, "-m", "paperscope.cli", *args, "--kb", kb]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
 
-    client = MilvusClient(uri=milvus_server_uri, token=os.environ.get("MILVUS_TOKEN") or "")
+    client = connect(milvus_server_uri, os.environ.get("MILVUS_TOKEN") or "")
     try:
         pdfs = [sample_pdfs["flashrank"], sample_pdfs["marten"]]
         ingested = paperscope("ingest", *map(str, pdfs), "--json")

@@ -34,7 +34,9 @@ def test_upload_runs_a_job_and_the_paper_is_listed(
     listed = {p["doc_id"]: p for p in http.get("/v1/documents").json()}
     paper = listed[sample_pdf_ids["quantkv"]]
     assert paper["status"] == "ready" and paper["title"].startswith("QuantKV")
-    assert set(paper) == {"doc_id", "title", "authors", "year", "pages", "n_chunks", "status", "source", "aliases"}
+    assert set(paper) == {
+        "doc_id", "title", "authors", "year", "pages", "n_chunks", "status", "source", "aliases", "enrichments"
+    }  # fmt: skip
     # The same bytes again, under another name: idempotent, nothing written.
     again = wait_job(http, upload(http, sample_pdfs["quantkv"], name="renamed.pdf").json()["job_id"])
     assert again["state"] == "done" and again["status"] == "unchanged" and again["result"]["chunks"] == 0
