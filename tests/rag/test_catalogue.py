@@ -120,8 +120,3 @@ def test_windows_of_several_papers_in_one_read(store: PaperStore) -> None:
         store.set_status(beta, "ready")
     with pytest.raises(ValueError, match=">= 0"):
         store.get_windows({alpha: [-1]})
-
-
-def test_bm25_search_still_finds_by_content_words(store: PaperStore) -> None:
-    hits = store.search_bm25("what is the Beta paper about", k=3)
-    assert hits and hits[0].doc_id == doc_id("Beta")
