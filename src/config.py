@@ -137,7 +137,7 @@ class RetrievalSettings(_Part):
     transforms: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query "
-        "(none by default: with small models they cost time and do not help; see README).",
+        "(none by default: each costs a model call per question; see docs/transforms.md).",
     )
     transform_queries: int = Field(3, ge=1, le=10, description="rewrite, multi-query: most queries the model writes.")
     transform_max_tokens: int = Field(
