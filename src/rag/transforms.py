@@ -96,7 +96,7 @@ def same_query(a: str, b: str) -> bool:
 
 
 def script_of(text: str) -> str:
-    """"cjk" when Chinese, Japanese or Korean carry more of `text` than Latin letters (a CJK character counts as
+    """ "cjk" when Chinese, Japanese or Korean carry more of `text` than Latin letters (a CJK character counts as
     three letters: it says about as much as a short word), else "latin"."""
     cjk, latin = len(_CJK.findall(text)), len(_LATIN.findall(text))
     return "cjk" if 3 * cjk > latin else "latin"
@@ -146,12 +146,7 @@ def usable_queries(
 )
 def rewrite(question: str, ctx: TransformContext, notes: list[str]) -> list[str]:
     """Search queries for the question, in the papers' language."""
-    n = ctx.settings.transform_queries
-    reply = ctx.generator.generate("rewrite", query=question, language=ctx.language, n=n)
-    kept = usable_queries(parse_queries(reply), question, ctx, n, notes, "rewrite")
-    if not kept:
-        raise TransformFailed("the model's reply held no usable query")
-    return kept
+    return _model_queries("rewrite", "rewrite", question, ctx, notes)
 
 
 @register(
@@ -163,9 +158,15 @@ def rewrite(question: str, ctx: TransformContext, notes: list[str]) -> list[str]
 )
 def multi_query(question: str, ctx: TransformContext, notes: list[str]) -> list[str]:
     """`retrieval.transform_queries` differently worded queries for the question."""
+    return _model_queries("multi_query", "multi-query", question, ctx, notes)
+
+
+def _model_queries(prompt: str, name: str, question: str, ctx: TransformContext, notes: list[str]) -> list[str]:
+    """Up to `retrieval.transform_queries` usable queries the model writes with prompt `prompt` (`name` labels
+    the notes); TransformFailed when it wrote none."""
     n = ctx.settings.transform_queries
-    reply = ctx.generator.generate("multi_query", query=question, language=ctx.language, n=n)
-    kept = usable_queries(parse_queries(reply), question, ctx, n, notes, "multi-query")
+    reply = ctx.generator.generate(prompt, query=question, language=ctx.language, n=n)
+    kept = usable_queries(parse_queries(reply), question, ctx, n, notes, name)
     if not kept:
         raise TransformFailed("the model's reply held no usable query")
     return kept
@@ -383,9 +384,7 @@ class Generated:
         except Exception as exc:  # a transform is an extra: whatever breaks it, the question is still answered
             return None, notes, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"
 
-    def _record(
-        self, name: str, result: Any, notes: list[str], seconds: float, error: str | None, log: RunLog
-    ) -> None:
+    def _record(self, name: str, result: Any, notes: list[str], seconds: float, error: str | None, log: RunLog) -> None:
         with self._lock:
             self.notes.extend(notes)
             with log.run("transform", name) as info:
