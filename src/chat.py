@@ -40,9 +40,7 @@ class ChatStore(Protocol):
 
     def list_papers(self, brief: bool = False) -> list[PaperRecord]: ...
 
-    def get_context_window(
-        self, doc_id: str, center_chunk_index: int, window_size: int = 1
-    ) -> list[StoredChunk]: ...
+    def get_context_window(self, doc_id: str, center_chunk_index: int, window_size: int = 1) -> list[StoredChunk]: ...
 
 
 class Runner(Protocol):

@@ -161,7 +161,7 @@ class RetrievalSettings(_Part):
     @field_validator("transforms", mode="before")
     @classmethod
     def _transform_names(cls, value: Any) -> Any:
-        """"hyde, multi-query" or ["hyde"]: known names, each once, in the order given."""
+        """ "hyde, multi-query" or ["hyde"]: known names, each once, in the order given."""
         if value is None:
             return []
         if isinstance(value, str) and value.strip().startswith("["):
@@ -238,7 +238,7 @@ class EnrichmentSettings(_Part):
     @field_validator("strategies", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
-        """"contextual,questions" (a flag or an environment variable) as a list; "none" or "" as none."""
+        """ "contextual,questions" (a flag or an environment variable) as a list; "none" or "" as none."""
         if isinstance(value, str):
             text = value.strip()
             if text.startswith("["):

@@ -295,7 +295,6 @@ def _merge(layers: Iterable[Layer]) -> Settings:
         raise ConfigError(f"invalid setting {name} from {origin}: {first['msg']}") from exc
 
 
-
 # --- the user file: $PAPERSCOPE_HOME/config.toml ---------------------------------------------------------------
 #
 #     [retrieval]

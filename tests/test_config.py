@@ -147,9 +147,7 @@ def test_a_bad_request_names_the_setting(home: Path) -> None:
         load_layers({"home": "/tmp"})
 
 
-def test_a_kb_fixed_value_given_otherwise_by_any_layer_is_refused(
-    home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_kb_fixed_value_given_otherwise_by_any_layer_is_refused(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kb = Layer(
         "kb",
         {"embedding.model": "local"},
@@ -221,9 +219,7 @@ def test_config_json_says_where_each_value_came_from(
     assert "sk-very-secret" not in table.stdout
 
 
-def test_config_set_and_unset_are_checked_before_anything_is_saved(
-    home: Path, local_embedder: CachedEmbedder
-) -> None:
+def test_config_set_and_unset_are_checked_before_anything_is_saved(home: Path, local_embedder: CachedEmbedder) -> None:
     with PaperStore.open(Settings(home=home, store={"kb": "cfg"}), local_embedder):
         pass
     runner = CliRunner()

@@ -134,9 +134,7 @@ def _tidy(text: str, strip: bool = True) -> str:
     return text.strip() if strip else text
 
 
-def _rewrite(
-    text: str, resolve: Callable[[str], str | None], number: dict[str, int]
-) -> tuple[str, list[str], bool]:
+def _rewrite(text: str, resolve: Callable[[str], str | None], number: dict[str, int]) -> tuple[str, list[str], bool]:
     """`text` with its citations renumbered (`number` updated in place) or removed: (text, dropped, claimed)."""
     dropped: list[str] = []
     claimed = False

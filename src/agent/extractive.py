@@ -21,7 +21,7 @@ from functools import lru_cache
 import snowballstemmer
 
 from ..rag.context import Evidence
-from ..rag.query import expand
+from ..rag.query import expand, translate
 from .quantities import NUMBER_WORDS, quantities
 from .question_type import Ask, QuestionType, question_type
 from .sentences import Unit, split_sentences, units
@@ -318,7 +318,7 @@ _ZH_ASKING = re.compile(r"多少|多大|多长|哪些|哪个|什么|为什么|�
 
 def _query_terms(text: str) -> list[str]:
     """The question's stemmed content words, with English for the Chinese research vocabulary it uses."""
-    return terms(expand(_ZH_ASKING.sub(" ", text)))
+    return terms(translate(_ZH_ASKING.sub(" ", text)))
 
 
 def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_source: int = 3) -> list[tuple[str, int]]:

@@ -34,7 +34,6 @@ logger = logging.getLogger("paperscope.router")
 MAX_PROMPT_PAPERS = 300
 
 
-
 class _RouteOut(BaseModel):
     """Route a researcher's question: is it about one paper or the field, which paper, which sections.
 

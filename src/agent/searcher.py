@@ -132,9 +132,7 @@ class AgenticSearcher:
             )
         return self._agent(query, history, on_token)
 
-    def _agent(
-        self, query: str, history: Sequence[Answer] | None, on_token: Callable[[str], None] | None
-    ) -> Answer:
+    def _agent(self, query: str, history: Sequence[Answer] | None, on_token: Callable[[str], None] | None) -> Answer:
         """One agent run (see the module docstring)."""
         with question_scope(self.chat_model):
             started = time.perf_counter()

@@ -41,9 +41,7 @@ class BadToolCall(Exception):
 class RunState:
     """What one agent run has seen and done (shared by concurrently running tools)."""
 
-    def __init__(
-        self, labels: PaperLabels | None = None, on_record: Callable[[TraceStep], None] | None = None
-    ) -> None:
+    def __init__(self, labels: PaperLabels | None = None, on_record: Callable[[TraceStep], None] | None = None) -> None:
         """`on_record` hears of every step as it is recorded (a server streams the tool calls as they end)."""
         self.seen: dict[str, StoredChunk] = {}
         self.trace: list[TraceStep] = []

@@ -24,4 +24,3 @@ __all__ = ["app", "main"]
 def main() -> None:
     """Entry point that keeps tracebacks away from users for expected errors."""
     app()
-

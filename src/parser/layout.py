@@ -18,6 +18,7 @@ _MATH_FONT = re.compile(
 _SMALL_CAPS_FONT = re.compile(r"CSC|SmallCaps|[a-z]SC\b|-SC|Caps\b")
 _MONO_FONT = re.compile(r"mono|courier|consol|\bcmtt|sfmono|inconsolata|typewriter", re.I)
 _PAGE_NUMBER = re.compile(r"^(page\s*)?(\d{1,4}|[ivxlc]{1,6})(\s*(of|/)\s*\d{1,4})?$", re.I)
+_BAND_GAP = 4.0  # in body sizes: a blank across both columns this tall ends a band
 _MARGIN = 0.12  # share of the page height where running headers and footers live
 
 
@@ -154,10 +155,11 @@ def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
                 continue
             x0, y0, x1, y1 = line["bbox"]
             pieces.append(Line(number, x0, y0, x1, y1, spans))
-    return _merge_baselines(pieces, page.rect.width / 2)
+    return _merge_baselines(pieces, page.rect.width)
 
 
-def _merge_baselines(pieces: list[Line], mid: float) -> list[Line]:
+def _merge_baselines(pieces: list[Line], width: float) -> list[Line]:
+    gutters = [width / 2, *_gutters(pieces, width)]
     pieces.sort(key=lambda ln: (round((ln.y0 + ln.y1) / 2), ln.x0))
     merged: list[Line] = []
     for ln in pieces:
@@ -166,7 +168,7 @@ def _merge_baselines(pieces: list[Line], mid: float) -> list[Line]:
             same_row = abs((prev.y0 + prev.y1) / 2 - (ln.y0 + ln.y1) / 2) < 0.5 * max(prev.height, ln.height, 1)
             gap = ln.x0 - prev.x1
             size = max(prev.size, ln.size, 1)
-            across_gutter = prev.x1 <= mid <= ln.x0 and gap > 0.4 * size
+            across_gutter = any(prev.x1 <= g <= ln.x0 for g in gutters) and gap > 0.4 * size
             # Review line numbers sit right next to the text, in smaller type: keep them apart.
             margin_number = any(
                 re.fullmatch(r"\d{1,4}", x.text) and x.size < 0.85 * y.size for x, y in ((prev, ln), (ln, prev))
@@ -180,6 +182,35 @@ def _merge_baselines(pieces: list[Line], mid: float) -> list[Line]:
                 continue
         merged.append(ln)
     return merged
+
+
+def _gutters(pieces: list[Line], width: float) -> list[float]:
+    """x of the vertical blanks between blocks of text away from the page's middle: a sidebar's edge, the
+    gutter of columns of unequal width. Many lines end left of such a blank and many start right of it,
+    and (nearly) none cross it."""
+    text = [p for p in pieces if len(p.text.strip()) > 3]
+    if len(text) < 20:
+        return []
+    cover = [0] * (int(width) + 2)
+    for p in text:
+        for x in range(max(0, int(p.x0)), min(len(cover), int(p.x1) + 1)):
+            cover[x] += 1
+    allowed = max(1, 0.05 * len(text))
+    out: list[float] = []
+    x = int(0.1 * width)
+    while x < 0.9 * width:
+        if cover[x] > allowed:
+            x += 1
+            continue
+        end = x
+        while end < 0.9 * width and cover[end] <= allowed:
+            end += 1
+        left = sum(1 for p in text if p.x1 <= x + 1)
+        right = sum(1 for p in text if p.x0 >= end - 1)
+        if end - x >= 5 and left >= 8 and right >= 8:
+            out.append((x + end) / 2)
+        x = end + 1
+    return out
 
 
 def figure_boxes(page: pymupdf.Page, lines: list[Line], body: float) -> list[tuple[float, float, float, float]]:
@@ -296,8 +327,39 @@ def _is_line_number(ln: Line, edges: tuple[float, float]) -> bool:
 
 
 def order_page(lines: list[Line], number: int, width: float, height: float, body: float) -> PageLines:
-    """Put a page's lines in reading order: column by column between full-width lines."""
-    mid = width / 2
+    """Put a page's lines in reading order: column by column between full-width lines.
+
+    A sidebar down the left margin (BMJ journals set affiliations and notes there on the first page) is
+    read as one block after the lines above it (title, authors), and the columns are those right of it.
+    """
+    sidebar = _left_sidebar(lines, width, height)
+    if not sidebar:
+        return _order_columns(lines, number, width, height, body, width / 2)
+    main = [ln for ln in lines if ln not in sidebar]
+    mid = (min(ln.x0 for ln in main) + max(ln.x1 for ln in main)) / 2
+    page = _order_columns(main, number, width, height, body, mid)
+    top = min(ln.y0 for ln in sidebar)
+    at = next((i for i, ln in enumerate(page.lines) if ln.column != -1 and ln.y0 >= top), len(page.lines))
+    for ln in sidebar:
+        ln.column = 0
+    page.lines[at:at] = sorted(sidebar, key=lambda ln: (ln.y0, ln.x0))
+    return page
+
+
+def _left_sidebar(lines: list[Line], width: float, height: float) -> list[Line]:
+    """The lines of a narrow block down the left margin that no other line reaches into ([] if none)."""
+    narrow = [ln for ln in lines if ln.x1 < 0.3 * width]
+    if len(narrow) < 8 or max(ln.y1 for ln in narrow) - min(ln.y0 for ln in narrow) < 0.3 * height:
+        return []
+    edge = max(ln.x1 for ln in narrow)
+    rest = [ln for ln in lines if ln.x1 > edge]
+    # The block stands apart: the text right of it starts clear of its edge, and the text is mostly there.
+    if len(rest) < len(narrow) or any(ln.x0 < edge + 4 for ln in rest):
+        return []
+    return narrow
+
+
+def _order_columns(lines: list[Line], number: int, width: float, height: float, body: float, mid: float) -> PageLines:
     slack = 0.02 * width
 
     def column_of(ln: Line) -> int:
@@ -326,8 +388,9 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     band: list[Line] = []
 
     def flush() -> None:
-        for col in (0, 1):
-            ordered.extend(sorted((ln for ln in band if ln.column == col), key=lambda ln: (ln.y0, ln.x0)))
+        for part in _split_at_gaps(band, body):
+            for col in (0, 1):
+                ordered.extend(sorted((ln for ln in part if ln.column == col), key=lambda ln: (ln.y0, ln.x0)))
         band.clear()
 
     for ln in lines:
@@ -348,6 +411,38 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     page.lines = ordered
     _column_edges(page, body)
     return page
+
+
+def _split_at_gaps(band: list[Line], body: float) -> list[list[Line]]:
+    """Cut a two-column band where both columns end level, a wide blank follows, and both start again level.
+
+    Text above such a gap is finished before what stands below it starts: a reference list set in two
+    columns under the last section's balanced columns reads after both columns of the section, not in
+    the middle of it. Columns that merely pause at the same height (a heading in each, a figure in one
+    and a caption in the other) do not end and restart level, so they stay one band.
+    """
+    lines = sorted(band, key=lambda ln: (ln.y0, ln.x0))
+    first_below: list[dict[int, float]] = [{} for _ in range(len(lines) + 1)]  # column -> top, lines i..
+    for i in range(len(lines) - 1, -1, -1):
+        first_below[i] = {**first_below[i + 1], lines[i].column: lines[i].y0}
+    parts: list[list[Line]] = []
+    part: list[Line] = []
+    last_above: dict[int, float] = {}  # column -> bottom, lines of this part
+    for i, ln in enumerate(lines):
+        below = first_below[i]
+        if (
+            len(last_above) == 2
+            and len(below) == 2
+            and ln.y0 - max(last_above.values()) >= _BAND_GAP * body
+            and abs(last_above[0] - last_above[1]) <= 1.5 * body
+            and abs(below[0] - below[1]) <= 1.5 * body
+        ):
+            parts.append(part)
+            part, last_above = [], {}
+        part.append(ln)
+        last_above[ln.column] = max(last_above.get(ln.column, -1e9), ln.y1)
+    parts.append(part)
+    return parts
 
 
 def _beside_a_sidebar(lines: list[Line]) -> None:

@@ -25,7 +25,7 @@ from .cues import points_back, section_cues, survey_focus
 from .filters import SearchFilter, validate_doc_id
 from .generate import Generator
 from .locate import Location, PaperLocator
-from .query import expand, focus, has_chinese, inflect
+from .query import expand, focus, has_chinese, inflect, translate
 from .question import check_question
 from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values, spread, survey_quota
 from .registry import RunLog, register
@@ -198,7 +198,7 @@ class Engine:
         if cats:
             route = route.model_copy(update={"target_section_category": [c.name for c in cats]})
         notes: list[str] = list(generated.notes)
-        searched, scope = asked, self._self_query(generated, scope)
+        searched, scope = translate(query), self._self_query(generated, scope)
         if (sq := generated.self_query) is not None:
             searched = expand(sq.query)
             if sq.doc_ids and not wanted and not route.doc_ids:
@@ -301,7 +301,7 @@ class Engine:
         cats = list(scope.categories or [])
         prefer = cats or [SectionCategory[c] for c in section_cues(asked)]
         hard = scope.model_copy(update={"doc_ids": None})
-        chunks = self._passages(asked, wanted, prefer, k, identifying, hard, log, generated)
+        chunks = self._passages(translate(query), wanted, prefer, k, identifying, hard, log, generated)
         track: Track = "A" if len(wanted) == 1 else "B"
         doc_ids = list(dict.fromkeys(h.doc_id for h in chunks))
         return Retrieval(

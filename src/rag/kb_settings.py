@@ -85,10 +85,6 @@ class KbSettings:
         return Layer("kb", values, origins, label=self.label, fixed=FIXED & set(self.created), notes=notes)
 
 
-
-
-
-
 def _load_json(kb: str, prop: str, raw: str | None) -> dict[str, Any]:
     if not raw:
         return {}
@@ -213,10 +209,6 @@ def _jsonable(value: Any) -> Any:
     return str(value) if isinstance(value, Path) else value
 
 
-
-
-
-
 def peek_kb_settings(settings: Settings, *, keep_warm: bool = False) -> KbSettings | None:
     """The settings kept with the kb `settings.store.kb` names, read before any store is opened; None when
     that kb does not exist yet. `keep_warm`: a Milvus Lite server started for this stays up for the store opened
@@ -241,4 +233,3 @@ def load_kb_layers(
             raise
         found = None
     return layered if found is None else layered.with_kb(found.layer())
-

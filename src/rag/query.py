@@ -3,8 +3,9 @@
 - `focus`: once a paper is located, the words that named it (its title, name, authors) say nothing about
   where in the paper the answer is; they are dropped from the passage query.
 - `expand`: a question in Chinese about English papers carries English names and numbers but its meaning is
-  in Chinese; common research vocabulary is added in English so BM25 can match it. (An embedder that knows
-  both languages makes this unnecessary: `embedding.model` is a setting.)
+  in Chinese; common research vocabulary is added in English so BM25 can match it. `translate` adds CC-CEDICT's
+  English for the rest, for passage searches. (An embedder that knows both languages makes this unnecessary:
+  `embedding.model` is a setting.)
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 
 from .cues import fold
+from .dictionary import english_words
 
 # Common research vocabulary, Chinese -> English (general terms, not a paper's own words).
 _GLOSSARY: dict[str, str] = {
@@ -286,15 +288,33 @@ def has_chinese(text: str) -> bool:
 
 def expand(query: str) -> str:
     """The question with English words for the Chinese research vocabulary it uses (unchanged otherwise)."""
-    if not _CJK.search(query):
-        return query
+    found, _ = _glossary(query)
+    return f"{query} {' '.join(found)}" if found else query
+
+
+def translate(query: str) -> str:
+    """`expand`, and English from CC-CEDICT for the Chinese the glossary does not cover.
+
+    For searching passages: the dictionary's senses are many and not all apt, which costs a passage search
+    little but would make a routing or coverage check see topics the question does not have.
+    """
+    found, rest = _glossary(query)
+    if _CJK.search(rest):
+        found.append(english_words(rest))
+    found = [f for f in found if f]
+    return f"{query} {' '.join(found)}" if found else query
+
+
+def _glossary(query: str) -> tuple[list[str], str]:
+    """The glossary's English for the question's Chinese terms, and the question without those terms."""
     found: list[str] = []
     rest = query
-    for key in _KEYS:  # longest first: 复合材料 before 材料
-        if key in rest:
-            found.append(_GLOSSARY[key])
-            rest = rest.replace(key, " ")
-    return f"{query} {' '.join(found)}" if found else query
+    if _CJK.search(query):
+        for key in _KEYS:  # longest first: 复合材料 before 材料
+            if key in rest:
+                found.append(_GLOSSARY[key])
+                rest = rest.replace(key, " ")
+    return found, rest
 
 
 def inflect(query: str) -> str:

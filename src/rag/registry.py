@@ -42,9 +42,7 @@ class Operator:
 _REGISTRY: dict[tuple[str, str], Operator] = {}
 
 
-def register(
-    kind: Kind, name: str, *, summary: str | None = None, needs: tuple[str, ...] = ()
-) -> Callable[[T], T]:
+def register(kind: Kind, name: str, *, summary: str | None = None, needs: tuple[str, ...] = ()) -> Callable[[T], T]:
     """Register a function or class as operator `name` of `kind` (its docstring's first line is the summary)."""
 
     def wrap(target: T) -> T:

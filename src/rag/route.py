@@ -168,5 +168,3 @@ class RuleRouter:
     def route_located(self, query: str, location: Location, previous: Route | None = None) -> Route:
         """`route` for a question already located (`PaperLocator.locate`)."""
         return inherit(route_from(location, query), query, previous, location.survey)
-
-

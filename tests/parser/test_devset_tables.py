@@ -183,3 +183,11 @@ def test_a_split_paragraph_gives_each_chunk_its_own_lines() -> None:
 )
 def test_titles_of_unusual_layouts(name: str, title: str) -> None:
     assert _paper(name).title == title
+
+
+def test_conclusion_reads_whole_above_a_two_column_reference_list() -> None:
+    """The last page of a REVTeX paper: both columns of the conclusions end level, then the references
+    run in two columns below, without a heading. The sentence crossing the columns stays one."""
+    paper = _paper("arxiv0908.0054_ultralight_bosonic_dark_matter.pdf")
+    whole = "To get in concordance between the model and the observations, it is needed at least a value of τ ≳0.07."
+    assert any(whole in p.text for p in paper.paragraphs)

@@ -149,9 +149,7 @@ def junk(request: dict[str, Any]) -> Reply:
     return Text("{}")
 
 
-def test_junk_and_empty_replies_leave_the_index_as_it_was(
-    tmp_path: Path, local_embedder: CachedEmbedder
-) -> None:
+def test_junk_and_empty_replies_leave_the_index_as_it_was(tmp_path: Path, local_embedder: CachedEmbedder) -> None:
     source = paper_source(tmp_path, "p", "walrus")
     with ScriptedOpenAIServer([junk] * 500) as server:
         settings = settings_for(tmp_path / "home", server, ["contextual", "headers", "questions", "summaries"])
@@ -339,9 +337,7 @@ def test_the_cli_prints_the_cost_first_and_a_dry_run_calls_nothing(
     assert result.exit_code == 1 and "unknown enrichment 'questionz'; did you mean 'questions'" in result.stderr
 
 
-def test_an_endpoint_failure_is_exit_code_1_in_the_cli(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_endpoint_failure_is_exit_code_1_in_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = paper_source(tmp_path, "p", "voles")
     with ScriptedOpenAIServer([EmptyBody()] * 50) as server:
         env = {
@@ -358,4 +354,3 @@ def test_an_endpoint_failure_is_exit_code_1_in_the_cli(
         [failed] = json.loads(result.stdout)["files"]
         assert failed["status"] == "failed" and "scripted-model" in failed["error"]
         assert len(server.requests) == 1  # the first failure stopped the paper
-

@@ -1,6 +1,7 @@
 import pytest
 
-from paperscope.rag.query import inflect
+from paperscope.rag.dictionary import english_words
+from paperscope.rag.query import expand, inflect, translate
 
 
 @pytest.mark.parametrize(
@@ -18,3 +19,19 @@ def test_inflect_adds_the_other_forms(query: str, form: str) -> None:
 
 def test_inflect_leaves_names_alone() -> None:
     assert inflect("What does BERT do?") == "What does BERT do?"
+
+
+def test_translate_reads_chinese_the_glossary_does_not_cover() -> None:
+    """收回 (take back) and 录制 (record) are in no glossary: CC-CEDICT gives their English for a passage search;
+    the glossary's own terms keep the glossary's English, and routing (`expand`) sees the glossary alone."""
+    question = "一条 trace 要执行多少次才能收回录制和编译的开销？"
+    searched = translate(question).split()
+    assert {"regain", "record", "compile", "overhead"} <= set(searched)
+    assert "translate" not in searched  # 编译 is the glossary's "compile", not the dictionary's first sense
+    assert "record" not in expand(question).split()
+
+
+def test_translate_leaves_english_and_unknown_text_alone() -> None:
+    assert translate("How large is the dataset?") == "How large is the dataset?"
+    assert english_words("的了是") == ""  # single characters are not translated
+    assert english_words("血红蛋白") == "hemoglobin"

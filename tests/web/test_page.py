@@ -156,9 +156,7 @@ def test_a_link_asks_at_once(browser: WebDriver, server: Served, sample_pdf_ids:
     assert first.get_attribute("data-citation").startswith(sample_pdf_ids["marten"])
 
 
-def test_text_from_papers_and_questions_is_shown_as_text(
-    browser: WebDriver, server: Served, tmp_path: Path
-) -> None:
+def test_text_from_papers_and_questions_is_shown_as_text(browser: WebDriver, server: Served, tmp_path: Path) -> None:
     title = 'Hostile <b>Bold</b> <a href="https://example.com/x">Link</a> Tomatoes'
     paper = tmp_path / "hostile.md"
     paper.write_text(

@@ -47,9 +47,7 @@ def contextual(inp: PaperInput, calls: Calls) -> Enriched:
         def document(chunk: Chunk) -> str:
             return whole
 
-    items = [
-        {"document": document(c), "title": inp.title, "section": c.section_title, "chunk": c.text} for c in body
-    ]
+    items = [{"document": document(c), "title": inp.title, "section": c.section_title, "chunk": c.text} for c in body]
     additions: dict[int, str] = {}
     for chunk, reply in zip(body, calls.many(PROMPT, items, REPLY), strict=True):
         if text := clean(reply, MAX_CHARS):

@@ -106,8 +106,7 @@ def raptor(inp: PaperInput, calls: Calls) -> Enriched:
     for step in range(1, s.raptor_depth + 1):
         if len(nodes) <= 1:
             break
-        groups = cluster([n.vector for n in nodes], math.ceil(len(nodes) / s.raptor_cluster_size),
-                         s.raptor_clustering)
+        groups = cluster([n.vector for n in nodes], math.ceil(len(nodes) / s.raptor_cluster_size), s.raptor_clustering)
         summarised = [g for g in groups if len(g) > 1]
         items = [{"title": inp.title, "texts": _prompt_text(inp, [nodes[i] for i in g])} for g in summarised]
         planned = calls.stats.planned

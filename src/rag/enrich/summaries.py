@@ -66,10 +66,7 @@ def section_summaries(inp: PaperInput, calls: Calls) -> list[SectionSummary]:
     groups = sections(inp)
     texts = [" ".join(c.text for c in chunks) for _, chunks in groups]
     asked = [i for i, t in enumerate(texts) if inp.count(t) > SHORT_SECTION]
-    items = [
-        {"title": inp.title, "section": groups[i][0].title, "text": inp.cut(texts[i])}
-        for i in asked
-    ]
+    items = [{"title": inp.title, "section": groups[i][0].title, "text": inp.cut(texts[i])} for i in asked]
     replies = dict(zip(asked, calls.many(SECTION_PROMPT, items, SECTION_REPLY), strict=True))
     out: list[SectionSummary] = []
     for i, (section, chunks) in enumerate(groups):

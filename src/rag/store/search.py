@@ -115,9 +115,7 @@ class SearchMixin(StoreBase):
             where = expr or None
             reqs = [
                 AnnSearchRequest(data=[vector], anns_field="vector", param=_dense_params(n), limit=n, expr=where),
-                AnnSearchRequest(
-                    data=[query], anns_field="sparse", param=_bm25_params(), limit=n, expr=where
-                ),
+                AnnSearchRequest(data=[query], anns_field="sparse", param=_bm25_params(), limit=n, expr=where),
             ]
             with self._failing("hybrid search"):
                 result = self._client.hybrid_search(
