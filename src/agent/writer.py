@@ -300,7 +300,7 @@ class AnswerWriter:
             cited = [seen[c] for c in order]
             others = [c for cid, c in seen.items() if cid not in order and c.kind == "chunk"]
             chunks = (cited + others)[: max(len(cited), 2 * self.engine.settings.retrieval.k)]
-            evidence = [_evidence(c, rank) for rank, c in enumerate(chunks)]
+            evidence = [Evidence.single(c, rank) for rank, c in enumerate(chunks)]
             by_number = {str(n): c.citation for n, c in enumerate(chunks, start=1)}
             numbering = {cid: n for n, cid in enumerate(order, start=1)}
             beside = ground(extractive_answer(query, evidence, header=BESIDE), by_number.get, numbering=numbering)
@@ -313,19 +313,6 @@ class AnswerWriter:
     def _answer(self, query: str, text: str, *, started: float, timings: dict[str, float], **fields: Any) -> Answer:
         timings["total"] = time.perf_counter() - started
         return Answer(query=query, answer=text, timings=timings, **fields)
-
-
-def _evidence(chunk: StoredChunk, rank: int) -> Evidence:
-    """One chunk the agent read as evidence for the extracted answer."""
-    return Evidence(
-        doc_id=chunk.doc_id,
-        title=chunk.title,
-        year=chunk.year,
-        chunks=[chunk],
-        hits=[chunk.chunk_index],
-        score=chunk.score or 0.0,
-        rank=rank,
-    )
 
 
 _CATEGORY_NAMES = {"ABSTRACT", "INTRODUCTION", "METHOD", "EVALUATION", "CONCLUSION", "RELATED_WORK", "OTHER"}

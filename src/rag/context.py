@@ -32,6 +32,19 @@ class Evidence(BaseModel):
     score: float = Field(description="Highest score among the hits (0.0 when the hits carry none).")
     rank: int = Field(ge=0, description="Best rank of the span's hits among the input hits, 0-based.")
 
+    @classmethod
+    def single(cls, chunk: StoredChunk, rank: int) -> Evidence:
+        """One chunk as evidence alone: a RAPTOR summary node, or a chunk read without its neighbours."""
+        return cls(
+            doc_id=chunk.doc_id,
+            title=chunk.title,
+            year=chunk.year,
+            chunks=[chunk],
+            hits=[chunk.chunk_index],
+            score=chunk.score or 0.0,
+            rank=rank,
+        )
+
     @model_validator(mode="after")
     def _check_span(self) -> Evidence:
         if self.is_summary:
@@ -271,7 +284,7 @@ def _expand(
             continue
         if hit.kind == "raptor" and key not in nodes:
             nodes.add(key)
-            spans.append(_node_evidence(hit, rank))
+            spans.append(Evidence.single(hit, rank))
             continue
         if hit.kind != "chunk" or key in rank_of:
             continue
@@ -296,19 +309,6 @@ def _expand(
                     spans.append(evidence)
     spans.sort(key=lambda e: e.rank)
     return _fit(spans, token_budget, counter or store.embedder.token_counter, rank_of)
-
-
-def _node_evidence(hit: StoredChunk, rank: int) -> Evidence:
-    """A RAPTOR summary node as evidence of its own."""
-    return Evidence(
-        doc_id=hit.doc_id,
-        title=hit.title,
-        year=hit.year,
-        chunks=[hit],
-        hits=[hit.chunk_index],
-        score=hit.score or 0.0,
-        rank=rank,
-    )
 
 
 def expand_windows(
