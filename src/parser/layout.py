@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import pymupdf
 
@@ -191,10 +192,14 @@ def _gutters(pieces: list[Line], width: float) -> list[float]:
     text = [p for p in pieces if len(p.text.strip()) > 3]
     if len(text) < 20:
         return []
-    cover = [0] * (int(width) + 2)
+    # How many lines cover each point of x: +1 where a line starts, -1 past its end, summed left to right.
+    starts = [0] * (int(width) + 3)
     for p in text:
-        for x in range(max(0, int(p.x0)), min(len(cover), int(p.x1) + 1)):
-            cover[x] += 1
+        a, b = max(0, int(p.x0)), min(int(width) + 1, int(p.x1))
+        if a <= b:
+            starts[a] += 1
+            starts[b + 1] -= 1
+    cover = list(accumulate(starts))
     allowed = max(1, 0.05 * len(text))
     out: list[float] = []
     x = int(0.1 * width)
@@ -332,10 +337,9 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     A sidebar down the left margin (BMJ journals set affiliations and notes there on the first page) is
     read as one block after the lines above it (title, authors), and the columns are those right of it.
     """
-    sidebar = _left_sidebar(lines, width, height)
+    sidebar, main = _left_sidebar(lines, width, height)
     if not sidebar:
         return _order_columns(lines, number, width, height, body, width / 2)
-    main = [ln for ln in lines if ln not in sidebar]
     mid = (min(ln.x0 for ln in main) + max(ln.x1 for ln in main)) / 2
     page = _order_columns(main, number, width, height, body, mid)
     top = min(ln.y0 for ln in sidebar)
@@ -346,17 +350,18 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     return page
 
 
-def _left_sidebar(lines: list[Line], width: float, height: float) -> list[Line]:
-    """The lines of a narrow block down the left margin that no other line reaches into ([] if none)."""
+def _left_sidebar(lines: list[Line], width: float, height: float) -> tuple[list[Line], list[Line]]:
+    """The lines of a narrow block down the left margin that no other line reaches into, and the other lines
+    (([], lines) if there is no such block)."""
     narrow = [ln for ln in lines if ln.x1 < 0.3 * width]
     if len(narrow) < 8 or max(ln.y1 for ln in narrow) - min(ln.y0 for ln in narrow) < 0.3 * height:
-        return []
+        return [], lines
     edge = max(ln.x1 for ln in narrow)
-    rest = [ln for ln in lines if ln.x1 > edge]
+    rest = [ln for ln in lines if ln.x1 > edge]  # every line not in `narrow`: those ending by `edge` are narrow
     # The block stands apart: the text right of it starts clear of its edge, and the text is mostly there.
     if len(rest) < len(narrow) or any(ln.x0 < edge + 4 for ln in rest):
-        return []
-    return narrow
+        return [], lines
+    return narrow, rest
 
 
 def _order_columns(lines: list[Line], number: int, width: float, height: float, body: float, mid: float) -> PageLines:
