@@ -299,9 +299,8 @@ def translate(query: str) -> str:
     little but would make a routing or coverage check see topics the question does not have.
     """
     found, rest = _glossary(query)
-    if _CJK.search(rest):
-        found.append(english_words(rest))
-    found = [f for f in found if f]
+    if _CJK.search(rest) and (english := english_words(rest)):
+        found.append(english)
     return f"{query} {' '.join(found)}" if found else query
 
 
