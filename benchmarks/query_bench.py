@@ -227,9 +227,7 @@ def build(
 
 
 def run_size(size: int, args: argparse.Namespace, embedder: HashEmbedder) -> dict[str, float]:
-    store, settings, papers, gen_s, insert_s = build(
-        size, args.home, embedder, args.batch_size, args.seed, args.reuse
-    )
+    store, settings, papers, gen_s, insert_s = build(size, args.home, embedder, args.batch_size, args.seed, args.reuse)
     n_chunks = store.count_chunks()
     queries = sample_sentences(papers, args.queries, args.seed)
     searcher = Searcher(store, settings, None)

@@ -122,13 +122,15 @@ def word_share(asked: str, hits: Sequence[StoredChunk]) -> float:
 
 
 def check_coverage(
-    query: str, asked: str, hits: Sequence[StoredChunk], contains: Callable[[list[str]], bool]
+    query: str, asked: str, hits: Sequence[StoredChunk], contains: Callable[[list[list[str]]], list[bool]]
 ) -> Coverage:
-    """Whether the knowledge base covers the question (see the module docstring); `contains(forms)` tells whether
-    any chunk holds one of the forms of a word (one search per topic word)."""
+    """Whether the knowledge base covers the question (see the module docstring); `contains([forms, ...])` tells,
+    for each word, whether any chunk holds one of its forms (all the topic words in one search)."""
     topic = topic_words(asked)
     share = word_share(asked, hits)
-    absent = [w for w in topic if is_topical(w) and not contains(forms(w))]
+    checked = [w for w in topic if is_topical(w)]
+    held = contains([forms(w) for w in checked]) if checked else []
+    absent = [w for w, found in zip(checked, held, strict=True) if not found]
     unread: list[str] = []
     if _CJK.search(query) and len(set(topic)) <= 1:
         unread = unread_chinese(query)

@@ -382,9 +382,9 @@ class Engine:
 
     # --- policies ------------------------------------------------------------------------------------------
 
-    def _contains(self, forms: list[str]) -> bool:
-        """True when some chunk of the knowledge base holds one of these word forms (one BM25 search)."""
-        return bool(self.store.search_bm25(" ".join(forms), None, 1))
+    def _contains(self, words: list[list[str]]) -> list[bool]:
+        """For each word (its forms), whether some chunk of the knowledge base holds one of them (one search)."""
+        return self.store.bm25_matches([" ".join(forms) for forms in words])
 
     def _abstract(self, doc_id: str) -> StoredChunk | None:
         """The first abstract chunk of a paper (its first chunk when it has no abstract)."""

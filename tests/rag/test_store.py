@@ -527,6 +527,16 @@ def test_bm25_finds_a_made_up_token(store: PaperStore) -> None:
     assert store.search_bm25("qwertyzzz", k=3) == []  # a term in no chunk
 
 
+def test_bm25_matches_answers_several_words_in_one_search(store: PaperStore) -> None:
+    assert store.bm25_matches(["XQ-77", "qwertyzzz", "qwertyzzz XQ-77", "reef"]) == [True, False, True, True]
+    assert store.bm25_matches([]) == []
+    assert store.bm25_matches(["reef"], SearchFilter(doc_ids=[doc_id("traffic")])) == [
+        bool(store.search_bm25("reef", SearchFilter(doc_ids=[doc_id("traffic")]), 1))
+    ]
+    with pytest.raises(ValueError, match="empty"):
+        store.bm25_matches(["reef", " "])
+
+
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
 def test_hybrid_finds_both_kinds_of_target(store: PaperStore, fusion: Any) -> None:
     hits = store.search_hybrid("XQ-77 calibration drift", k=5, fusion=fusion)
@@ -834,6 +844,8 @@ def test_orphan_chunks_never_come_back_from_a_search_or_a_read(store: PaperStore
             assert all(h.doc_id != orphan for h in hits), method
             assert getattr(store, method)("glacier melt", SearchFilter(doc_ids=[orphan]), 5) == []
         assert len(store.search_dense("GLACIOMELT-ZX9 glacier melt sensor", k=3)) == 3  # searched past it
+        # The orphan alone holds this token: no ready chunk matches it, though Milvus' first hit is the orphan's.
+        assert store.bm25_matches(["GLACIOMELT-ZX9", "XQ-77"]) == [False, True]
         assert store.get_context_window(orphan, 1, 1) == []
         assert store.get_section(orphan, "ABSTRACT", 500) == []
         assert all(p.doc_id != orphan for p in store.search_papers("glacier melt forecasting", k=10))

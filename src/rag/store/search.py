@@ -80,6 +80,36 @@ class SearchMixin(StoreBase):
 
         return self._ready_search("BM25 search", filter, run)
 
+    def bm25_matches(self, queries: Sequence[str], filter: SearchFilter | None = None) -> list[bool]:
+        """For each query, whether some chunk of a ready paper matches any of its words by BM25: one search for
+        all of them (Milvus takes several queries in one request), where a search each cost ~7 ms at 10k chunks."""
+        for query in queries:
+            self._check_query(query, 1)
+        if not queries:
+            return []
+        with self._failing("BM25 search"):
+            expr = self._scoped(filter)
+        if expr is None:
+            return [False] * len(queries)
+        with self._failing("BM25 search"):
+            result = self._client.search(
+                self.chunks_name,
+                data=list(queries),
+                anns_field="sparse",
+                filter=expr,
+                limit=1,
+                output_fields=["doc_id"],
+                search_params=_bm25_params(),
+                consistency_level=CONSISTENCY,
+            )
+            found = [{h["entity"]["doc_id"] for h in hits} for hits in result]
+            ready = self._ready_ids(sorted(set().union(*found)))
+        # A hit on a paper the catalogue does not hold as ready (an orphan a crash left) proves nothing: that
+        # query is searched again alone, past the orphans.
+        return [
+            bool(f) if f <= ready else bool(self.search_bm25(q, filter, 1)) for q, f in zip(queries, found, strict=True)
+        ]
+
     def search_hybrid(
         self,
         query: str,
