@@ -80,3 +80,25 @@ def test_a_bm25_question_loads_no_embedding_model(home: Path, tmp_path: Path) ->
     assert loaded == []
     answer = json.loads(printed)
     assert answer["sources"] and "9,800" in answer["answer"]
+
+
+def test_papers_lists_a_store_unchanged_since_without_loading_milvus(home: Path, tmp_path: Path) -> None:
+    """The first `papers` reads the store and keeps what it listed; the next one, with nothing written in between,
+    answers from that listing without importing pymilvus (~1 s of a fresh process)."""
+    heavy = (*HEAVY, "pymilvus")
+    first = tmp_path / "first.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PAPERSCOPE_", "MILVUS_"))}
+    env["PAPERSCOPE_HOME"] = str(home)
+
+    def papers(out: Path) -> tuple[list[str], str]:
+        code = DRIVER.format(heavy=heavy, out=str(out), args=["papers", "--json"])
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        return json.loads(out.read_text()), result.stdout
+
+    for listing in (home / "listings").glob("*.json"):
+        listing.unlink()
+    loaded, printed = papers(first)
+    assert "pymilvus" in loaded
+    again, printed_again = papers(tmp_path / "again.json")
+    assert again == [] and printed_again == printed and "Otters" in printed

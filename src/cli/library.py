@@ -400,15 +400,30 @@ def papers(
             rows = remote.papers(kb)
         name = kb or "papers"
     else:
-        settings = settings_for(kb)
+        from ..rag.lite_files import read_listing, write_listing
+        from ..settings_layers import load_settings
+
         try:
-            with open_kb(settings) as store:
-                records = store.list_papers()
-                stored = warn_damaged(store, records)
+            # Without the knowledge base's own layer (kept in the store): what says where the store is.
+            outer = load_settings(store={"kb": kb})
         except PaperscopeError as exc:
             raise fail(exc) from None
-        rows = paper_rows(records, stored)
-        name = settings.store.kb
+        name = outer.store.kb
+        # Nothing written since the last listing: no need to load Milvus (see rag/lite_files.py).
+        listed = read_listing(outer)
+        if listed is not None:
+            rows = listed
+        else:
+            settings = settings_for(kb)
+            try:
+                with open_kb(settings) as store:
+                    records = store.list_papers()
+                    stored = warn_damaged(store, records)
+                    rows = paper_rows(records, stored)
+                    if not stored and not store.chunks_recreated:  # a damaged store is read and warned of each time
+                        write_listing(outer, rows)
+            except PaperscopeError as exc:
+                raise fail(exc) from None
     if as_json:
         write_json(json.dumps(rows, ensure_ascii=False, indent=2))
         return

@@ -13,7 +13,6 @@ Milvus Lite notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from ...config import Settings
 from ...errors import StoreError
+from ..lite_files import is_server_uri, lite_path
 from ..writable import read_only_problem
 from .milvus import MilvusClient
 
@@ -33,15 +33,12 @@ _WARM: set[str] = set()
 
 def resolve_uri(settings: Settings, create: bool = True) -> tuple[str, str | None]:
     """(uri for MilvusClient, Lite data path or None for a server); no directory is made unless `create`."""
-    uri = settings.store.uri
+    uri = settings.store.uri or ""
     kb = settings.store.kb
-    if re.match(r"^(https?|tcp|unix)://", uri or "") or (uri or "").startswith("unix:"):
-        return str(uri), None
-    if not uri:
-        file = (Path(settings.home).expanduser() / "milvus.db").resolve()
-    elif uri.endswith(".db"):
-        file = Path(uri).expanduser().resolve()
-    else:
+    if is_server_uri(uri):
+        return uri, None
+    file = lite_path(settings)
+    if file is None:
         raise StoreError(
             f"knowledge base {kb!r}: MILVUS_URI {uri!r} is neither a server (http://host:19530) nor a "
             f"Milvus Lite file, whose name must end in .db (e.g. {uri.rstrip('/')}/milvus.db)"
@@ -147,9 +144,6 @@ def lite_problem(path: str) -> str:
     return f"the Milvus Lite data at {data} is damaged; move it aside and ingest again"
 
 
-_SERVER = re.compile(r"^(https?|tcp|unix)://|^unix:")
-
-
 def _lite_running(path: str) -> bool:
     """True when this process already serves the Milvus Lite data at `path` (a store is open on it)."""
     from milvus_lite.server_manager import server_manager_instance
@@ -168,14 +162,12 @@ def peek_client(settings: Settings, *, keep_warm: bool = False) -> Iterator[Milv
     """
     uri, kb = settings.store.uri, settings.store.kb
     lite: str | None = None
-    if not (uri and _SERVER.match(uri)):
-        if uri and not uri.endswith(".db"):
-            yield None  # not a Lite file name: the store says so when it is opened
+    if not is_server_uri(uri):
+        path = lite_path(settings)
+        if path is None or not path.is_dir():
+            yield None  # no Lite data yet, or not a Lite file name (the store says so when it is opened)
             return
-        lite = str((Path(uri) if uri else Path(settings.home) / "milvus.db").expanduser().resolve())
-        if not Path(lite).is_dir():
-            yield None
-            return
+        lite = str(path)
     target = lite or str(uri)
     started = lite is not None and not _lite_running(lite)
     try:
