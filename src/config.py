@@ -83,6 +83,11 @@ class EmbeddingSettings(_Part):
         description='"local" (all-MiniLM-L6-v2, offline), "sentence-transformers:<name-or-path>" or "openai:<model>".',
     )
     batch_size: int = Field(64, ge=1, le=4096, description="Texts embedded per batch.")
+    runtime: Literal["onnx", "torch"] = Field(
+        "onnx",
+        description="How a local sentence-transformers model runs: onnx (ONNX Runtime, exported once to "
+        "~/.cache/paperscope/onnx; same vectors, starts without torch) or torch (sentence-transformers).",
+    )
 
 
 class StoreSettings(_Part):

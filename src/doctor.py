@@ -127,6 +127,7 @@ def _check_embedding(settings: Settings, report: DoctorReport) -> Any:
             settings.embedding.model,
             batch_size=settings.embedding.batch_size,
             cache_dir=Path(settings.home).expanduser() / "cache",
+            runtime=settings.embedding.runtime,
         )
         # A text no cache holds, so the model itself has to load and answer.
         vector = embedder.embed_documents([f"paperscope doctor {time.time_ns()}"])[0]

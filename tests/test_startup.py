@@ -82,6 +82,18 @@ def test_a_bm25_question_loads_no_embedding_model(home: Path, tmp_path: Path) ->
     assert answer["sources"] and "9,800" in answer["answer"]
 
 
+def test_a_question_embedded_by_the_onnx_model_loads_no_torch(home: Path, tmp_path: Path) -> None:
+    """The default settings embed the question (the paper locator's dense search): ONNX Runtime does it, once the
+    model was exported (by the first process that needed it; here, this test's)."""
+    from paperscope.rag import onnx_model
+    from paperscope.rag.tokens import default_model_dir
+
+    assert onnx_model.load(default_model_dir()) is not None
+    loaded, printed = imported(home, tmp_path, "ask", "Which detector counts the sea otters in kelp imagery?", "--json")
+    assert loaded == []
+    assert json.loads(printed)["sources"]
+
+
 def test_papers_lists_a_store_unchanged_since_without_loading_milvus(home: Path, tmp_path: Path) -> None:
     """The first `papers` reads the store and keeps what it listed; the next one, with nothing written in between,
     answers from that listing without importing pymilvus (~1 s of a fresh process)."""

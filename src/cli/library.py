@@ -68,7 +68,9 @@ def parse(
         paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
 
         def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
-            return make_embedder(settings.embedding.model, settings.embedding.batch_size).embed_documents(texts)
+            return make_embedder(
+                settings.embedding.model, settings.embedding.batch_size, runtime=settings.embedding.runtime
+            ).embed_documents(texts)
 
         opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embed)
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
@@ -266,7 +268,11 @@ def _enriched_ingest(
         except PaperscopeError:
             store = None
         cache = Path(settings.home).expanduser() / "cache"
-        embedder = store.embedder if store else make_embedder(settings.embedding.model, cache_dir=cache)
+        embedder = (
+            store.embedder
+            if store
+            else make_embedder(settings.embedding.model, cache_dir=cache, runtime=settings.embedding.runtime)
+        )
         try:
             with bars:
                 task = bars.add_task("  estimating the cost of enrichment", total=None)

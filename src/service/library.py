@@ -53,7 +53,7 @@ class Library:
         self.settings = layered.settings
         self.default_kb = self.settings.store.kb
         self._kbs: dict[str, KnowledgeBase] = {}
-        self._embedders: dict[tuple[str, int], CachedEmbedder] = {}
+        self._embedders: dict[tuple[str, int, str], CachedEmbedder] = {}
         self._lock = threading.Lock()
         self._closed = False
         found = peek_kb_settings(self.settings)  # before any store is open: it decides the embedder
@@ -100,10 +100,10 @@ class Library:
         layered = self.layered.with_kb(found.layer() if found is not None else None)
         layered = layered.with_request({**_values(self.layered), "store.kb": name})
         settings = layered.settings
-        key = (settings.embedding.model, settings.embedding.batch_size)
+        key = (settings.embedding.model, settings.embedding.batch_size, settings.embedding.runtime)
         embedder = self._embedders.get(key)
         if embedder is None:
-            embedder = make_embedder(*key, cache_dir=self.home / "cache")
+            embedder = make_embedder(*key[:2], cache_dir=self.home / "cache", runtime=key[2])
             self._embedders[key] = embedder
         store = PaperStore(settings, embedder, create=create)
         if found is None:  # just created: its own settings (embedding model, chunking) are saved in it now

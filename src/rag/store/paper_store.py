@@ -58,6 +58,7 @@ class PaperStore(WritesMixin, SearchMixin, SchemaMixin):
                 settings.embedding.model,
                 batch_size=settings.embedding.batch_size,
                 cache_dir=Path(settings.home).expanduser() / "cache",
+                runtime=settings.embedding.runtime,
             )
         return cls(settings, embedder, create=create)
 

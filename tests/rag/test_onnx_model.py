@@ -1,0 +1,72 @@
+"""The local model on ONNX Runtime: the same vectors as sentence-transformers, exported once, torch as the fallback."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from paperscope.rag import onnx_model
+from paperscope.rag.embeddings import SentenceTransformerEmbedder, make_embedder
+from paperscope.rag.tokens import default_model_dir
+
+TEXTS = [
+    "What dataset does the TableFormer paper use?",
+    "short",
+    # Longer than the 256 tokens the model reads: both runtimes cut it at the same place.
+    "We count sea otters in 412 satellite images of kelp canopy with a detector trained on labelled crops. " * 30,
+    "Ünïcödé, numbers 3.14 and symbols ±≤ in one sentence; 中文 too.",
+]
+
+
+def test_onnx_vectors_are_sentence_transformers_vectors() -> None:
+    onnx, torch = make_embedder("local", runtime="onnx"), make_embedder("local", runtime="torch")
+    assert isinstance(onnx, SentenceTransformerEmbedder) and onnx.onnx is not None and torch.onnx is None
+    a = np.array(onnx.embed_documents(TEXTS))
+    b = np.array(torch.embed_documents(TEXTS))
+    assert a.shape == b.shape == (len(TEXTS), 384)
+    assert np.abs(a - b).max() < 1e-5  # one batch of texts of very different lengths (padding is masked)
+    alone = np.array([onnx.embed_query(t) for t in TEXTS[:2]])
+    assert np.abs(alone - b[:2]).max() < 1e-5
+    assert onnx.name == torch.name  # one knowledge base serves both runtimes
+
+
+def test_only_mean_pooled_normalised_models_are_exported(tmp_path: Path) -> None:
+    assert onnx_model.exportable(default_model_dir())
+    copy = tmp_path / "model"
+    shutil.copytree(default_model_dir(), copy, ignore=shutil.ignore_patterns("*.safetensors"))
+    pooling = copy / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    pooling.write_text(json.dumps({**config, "pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}))
+    assert not onnx_model.exportable(copy)  # CLS pooling: torch runs it
+    assert not onnx_model.exportable(tmp_path / "missing")
+    assert make_embedder("sentence-transformers:some-org/hub-name", runtime="onnx").onnx is None  # not a folder
+
+
+def test_a_failed_export_falls_back_to_torch_and_a_damaged_file_is_exported_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(onnx_model, "_LOADED", {})
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    with caplog.at_level(logging.WARNING, logger="paperscope.rag.onnx_model"):
+        emb = make_embedder("local", runtime="onnx")
+        vector = emb.embed_query("kelp canopy otters")
+    assert emb.onnx is None and len(vector) == 384  # embedded by torch
+    assert "runs with torch" in caplog.text
+
+    monkeypatch.setattr(onnx_model, "_LOADED", {})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    exported = onnx_model._onnx_file(default_model_dir())
+    exported.parent.mkdir(parents=True)
+    exported.write_bytes(b"half an onnx file")
+    assert onnx_model.load(default_model_dir()) is None and not exported.exists()  # dropped, torch this run
+    monkeypatch.setattr(onnx_model, "_LOADED", {})
+    model = onnx_model.load(default_model_dir())  # the next process exports it again
+    assert model is not None and exported.is_file() and not list(exported.parent.glob("*.partial"))
+    assert np.abs(model.embed(["kelp canopy otters"])[0] - np.array(vector)).max() < 1e-5
