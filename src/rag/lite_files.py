@@ -6,9 +6,11 @@ listed to `<data dir>/listings/<kb>.json` with a signature of the Lite data dire
 modification time of each of its files. The next `papers` uses that file only while the signature is the same.
 
 Why the signature is enough: every write to the store (an ingest, a removal, a repair, a crash that left rows
-behind) changes the files of the data directory, and reads change none (checked against milvus-lite 3.2.2, and in
-the tests). Only one process can open a Lite data directory at a time (its lock), so a listing signed while its
-writer held the store open cannot miss a write. A store a server holds (MILVUS_URI) is always read: its files are
+behind) changes the files of the data directory by the time its process closes the store, and reads change none
+(checked against milvus-lite 3.2.2, and in the tests). Only one process can open a Lite data directory at a time
+(its lock), and `papers` writes nothing: the rows it read and the files it signs, both while it holds the store
+open, are of the same state. Lite may still seal a write in the background after it returned, which makes a
+listing written in the writer's own process go stale at once: safe (the store is read again), only slower. A store a server holds (MILVUS_URI) is always read: its files are
 not here to sign. This module imports no Milvus code.
 """
 
