@@ -17,7 +17,8 @@ scored without the chat model (extractive answers, so only what was indexed diff
   `retrieve QUESTION --paper DOC --k 20` (MRR@20; it moves before hit@5 does);
 - the `raptor` knowledge base also with the `raptor` (collapsed) and `raptor:tree` retrievers.
 
-Cost: model calls made and seconds of enrichment per body chunk (from the ingest reports). Prints one
+Cost: the model calls each strategy needs (made, or answered by the shared cache) and seconds of enrichment per
+chunk of the papers whose calls were made in that run (from the ingest reports). Prints one
 Markdown table. Needs ../shared/devset (it skips with a message when absent).
 """
 
@@ -134,20 +135,21 @@ def main() -> None:
     files = [DEVSET / "pdfs" / p for p in papers]
     questions = questions_for(papers, out)
     rows = []
-    body_chunks = 0
     for strategy in args.strategies.split(","):
         kb = "plain" if strategy == "none" else strategy
         report = ingest(strategy, kb, files, out)
-        if strategy == "none":
-            body_chunks = sum(f["chunks"] for f in report["files"])
         doc_ids = {Path(f["path"]).name: f["doc_id"] for f in report["files"]}
-        calls = sum(f.get("calls", 0) for f in report["files"])
-        seconds = sum(f.get("enrich_seconds", 0.0) for f in report["files"])
+        # The calls a strategy needs (made now, or answered by the generation cache a rerun shares), and the
+        # seconds per chunk of the papers whose calls were made now.
+        calls = sum(f.get("calls", 0) for f in report["files"]) + (report.get("cost") or {}).get("cached", 0)
+        called = [f for f in report["files"] if f.get("calls")]
+        seconds = sum(f.get("enrich_seconds", 0.0) for f in called)
+        timed_chunks = sum(f["chunks"] for f in called)
         retrievers = ["bm25", "raptor", "raptor:tree"] if strategy == "raptor" else ["bm25"]
         for retriever in retrievers:
             scores = devset_scores(kb, retriever, questions)
             mrr, ranks = gold_mrr(kb, retriever, questions, doc_ids)
-            per_chunk = f"{seconds / body_chunks:.0f}" if body_chunks and calls else "-"
+            per_chunk = f"{seconds / timed_chunks:.0f}" if timed_chunks else "-"
             name = "plain" if strategy == "none" else strategy + ("" if retriever == "bm25" else f" ({retriever})")
             rows.append(
                 f"| {name} | {calls} | {per_chunk} | {scores['hit']} | {mrr:.2f} ({' '.join(map(str, ranks))}) | "
