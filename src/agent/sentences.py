@@ -178,10 +178,13 @@ def is_debris(sentence: str) -> bool:
     if _run_in_heading(tokens):
         return True
     n = len(tokens)
-    symbolic = sum(map(_symbolic, tokens))
+    marks = [_symbolic(t) for t in tokens]
+    symbolic = sum(marks)
     numeric = sum(1 for t in tokens if re.fullmatch(r"[(\[]?[-+±]?\d[\d.,]*%?[)\]]?[.,;]?", t))
     words = sum(
-        1 for t in tokens if (_WORDISH.search(t) or t.strip(".,;:()").lower() in _SHORT_OK) and not _symbolic(t)
+        1
+        for t, mark in zip(tokens, marks, strict=True)
+        if not mark and (_WORDISH.search(t) or t.strip(".,;:()").lower() in _SHORT_OK)
     )
     if words / n < 0.5 or symbolic / n > 0.2:
         return True  # formula debris, or symbols with a few words among them

@@ -10,8 +10,8 @@ behind) changes the files of the data directory by the time its process closes t
 (checked against milvus-lite 3.2.2, and in the tests). Only one process can open a Lite data directory at a time
 (its lock), and `papers` writes nothing: the rows it read and the files it signs, both while it holds the store
 open, are of the same state. Lite may still seal a write in the background after it returned, which makes a
-listing written in the writer's own process go stale at once: safe (the store is read again), only slower. A store a server holds (MILVUS_URI) is always read: its files are
-not here to sign. This module imports no Milvus code.
+listing written in the writer's own process go stale at once: safe (the store is read again), only slower.
+A store a server holds (MILVUS_URI) is always read: its files are not here to sign. This module imports no Milvus code.
 """
 
 from __future__ import annotations
