@@ -20,12 +20,14 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from ..prompts import load_prompt
+
+if TYPE_CHECKING:  # the chat model classes cost ~0.6 s to import; a question without a model never needs them
+    from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 
