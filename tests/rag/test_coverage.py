@@ -63,3 +63,20 @@ def test_surveys_nothing_covers_are_none_and_covered_ones_stay_surveys(sample_kb
     assert ("postprocessor", "coverage") in [(o.kind, o.name) for o in none.operators]
     survey = engine.retrieve("Which papers improve retrieval-augmented generation?")
     assert survey.track == "B" and len(survey.doc_ids) >= 2
+
+
+def test_words_the_passages_found_hold_are_not_searched_again() -> None:
+    from types import SimpleNamespace
+
+    asked: list[list[str]] = []
+
+    def counting(words: list[list[str]]) -> list[bool]:
+        asked.extend(words)
+        return contains(words)
+
+    hits = [SimpleNamespace(text="Caffeine intake was logged for 40 nights."), SimpleNamespace(text="No ferns.")]
+    found = check_coverage("q", "Which papers study caffeine and sleep?", hits, counting)  # type: ignore[arg-type]
+    assert found.absent == ["sleep"]  # caffeine is in a passage: held, though the search would not find it
+    assert len(asked) == 1 and "sleep" in asked[0]
+    check_coverage("q", "Which papers study caffeine?", hits, counting)  # type: ignore[arg-type]
+    assert len(asked) == 1  # nothing left to search: no request at all
