@@ -132,8 +132,9 @@ def check_coverage(
     # A word the passages found hold is held by the knowledge base: only the others are searched (at 100k
     # chunks that search costs 0.3 s, and a covered survey's passages usually hold every topic word).
     seen = set(re.findall(r"\w+", " ".join(h.text.lower() for h in hits)))
-    unseen = list(dict.fromkeys(w for w in checked if seen.isdisjoint(forms(w))))
-    held = dict(zip(unseen, contains([forms(w) for w in unseen]) if unseen else [], strict=True))
+    spelled = {w: forms(w) for w in checked}  # the lemmatizer once per word
+    unseen = [w for w, f in spelled.items() if seen.isdisjoint(f)]
+    held = dict(zip(unseen, contains([spelled[w] for w in unseen]) if unseen else [], strict=True))
     absent = [w for w in checked if not held.get(w, True)]
     unread: list[str] = []
     if _CJK.search(query) and len(set(topic)) <= 1:

@@ -2,7 +2,8 @@
 
 `paperscope papers` on a fresh process spent ~1 s importing pymilvus alone (it imports pandas) to read a catalogue
 that had not changed since the last time. So after reading the catalogue from the store, `papers` writes what it
-listed to `<data dir>/listings/<kb>.json` with a signature of the Lite data directory: the path, size and
+listed to `listings/<Lite file name>.<kb>.json` beside the Lite data directory (by default
+`$PAPERSCOPE_HOME/listings/milvus.db.papers.json`) with a signature of that directory: the path, size and
 modification time of each of its files. The next `papers` uses that file only while the signature is the same.
 
 Why the signature is enough: every write to the store (an ingest, a removal, a repair, a crash that left rows

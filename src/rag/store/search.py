@@ -44,15 +44,25 @@ class SearchMixin(StoreBase):
         hits = result[0] if result else []
         return [to_chunk(dict(h["entity"], id=h["id"]), score(h["distance"])) for h in hits]
 
-    def _search_chunks(self, what: str, data: Any, field: str, params: dict[str, Any], expr: str, k: int) -> Any:
+    def _search_chunks(
+        self,
+        what: str,
+        data: list[Any],
+        field: str,
+        params: dict[str, Any],
+        expr: str,
+        k: int,
+        fields: Sequence[str] = SEARCH_OUT,
+    ) -> Any:
+        """One Milvus search of the chunks: a result list per query in `data`."""
         with self._failing(what):
             return self._client.search(
                 self.chunks_name,
-                data=[data],
+                data=data,
                 anns_field=field,
                 filter=expr,
                 limit=k,
-                output_fields=SEARCH_OUT,
+                output_fields=list(fields),
                 search_params=params,
                 consistency_level=CONSISTENCY,
             )
@@ -65,7 +75,7 @@ class SearchMixin(StoreBase):
         def run(expr: str) -> list[StoredChunk]:
             nonlocal vector
             vector = vector or self.embedder.embed_query(query)
-            return self._hits(self._search_chunks("dense search", vector, "vector", _dense_params(k), expr, k))
+            return self._hits(self._search_chunks("dense search", [vector], "vector", _dense_params(k), expr, k))
 
         return self._ready_search("dense search", filter, run)
 
@@ -74,7 +84,7 @@ class SearchMixin(StoreBase):
         self._check_query(query, k)
 
         def run(expr: str) -> list[StoredChunk]:
-            result = self._search_chunks("BM25 search", query, "sparse", _bm25_params(), expr, k)
+            result = self._search_chunks("BM25 search", [query], "sparse", _bm25_params(), expr, k)
             # BM25 scores are >= 0; Milvus Lite reports them negated, a server as they are.
             return self._hits(result, abs)
 
@@ -91,18 +101,9 @@ class SearchMixin(StoreBase):
             expr = self._scoped(filter)
         if expr is None:
             return [False] * len(queries)
+        result = self._search_chunks("BM25 search", list(queries), "sparse", _bm25_params(), expr, 1, ["doc_id"])
+        found = [{h["entity"]["doc_id"] for h in hits} for hits in result]
         with self._failing("BM25 search"):
-            result = self._client.search(
-                self.chunks_name,
-                data=list(queries),
-                anns_field="sparse",
-                filter=expr,
-                limit=1,
-                output_fields=["doc_id"],
-                search_params=_bm25_params(),
-                consistency_level=CONSISTENCY,
-            )
-            found = [{h["entity"]["doc_id"] for h in hits} for hits in result]
             ready = self._ready_ids(sorted(set().union(*found)))
         # A hit on a paper the catalogue does not hold as ready (an orphan a crash left) proves nothing: that
         # query is searched again alone, past the orphans.
