@@ -234,12 +234,12 @@ def test_a_failing_endpoint_skips_every_transform_and_the_question_is_answered(e
 
 
 def test_a_hanging_endpoint_costs_one_timeout_with_the_transforms_run_together(engine_with: Start) -> None:
-    _, engine = engine_with([Hang()] * 3, "rewrite,multi-query,hyde", timeout=1)
+    _, engine = engine_with([Hang()] * 3, "rewrite,multi-query,hyde", timeout=2)
     started = time.perf_counter()
     found = retrieve(engine)
     took = time.perf_counter() - started
-    assert found.chunks and all("no reply within 1.0 s" in n for n in found.notes if "skipped" in n)
-    assert took < 5  # concurrent: one timeout, not three in a row
+    assert found.chunks and all("no reply within 2.0 s" in n for n in found.notes if "skipped" in n)
+    assert took < 5.5  # concurrent: one 2 s timeout, not three in a row (6 s at least)
 
 
 def test_the_agents_search_tools_use_the_transforms(engine_with: Start, sample_doc_ids: dict[str, str]) -> None:
