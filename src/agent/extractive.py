@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 import snowballstemmer
@@ -132,8 +132,23 @@ class _Candidate:
     in_hit: bool  # from a retrieved chunk, not from the window around it
     terms: Counter[str]
     title_terms: frozenset[str]
-    words: list[tuple[int, str]] = field(default_factory=list)  # (offset, stem) of every word, for distances
+    words: tuple[tuple[int, str], ...] = ()  # (offset, stem) of every word, for distances
     section_terms: frozenset[str] = frozenset()  # the words of its section's heading ("5.7 Limitations of ...")
+
+
+@lru_cache(maxsize=4096)
+def _read(text: str) -> tuple[tuple[Unit, Counter[str], tuple[tuple[int, str], ...]], ...]:
+    """A passage's units with their counted terms and stemmed words: the same passages (a paper's Introduction,
+    the chunks around a hit) come back question after question, and splitting and stemming them is most of
+    what an extracted answer costs. Read-only: callers share what is cached."""
+    out = []
+    for unit in units(text):
+        if unit.row is None and len(unit.text) <= 20:
+            continue
+        counted = Counter(terms(_AUTHOR_YEAR.sub(" ", unit.text)))
+        words = tuple((m.start(), _stem(m.group(0).lower())) for m in _WORD.finditer(unit.text))
+        out.append((unit, counted, words))
+    return tuple(out)
 
 
 def _candidates(evidence: list[Evidence]) -> list[_Candidate]:
@@ -142,12 +157,8 @@ def _candidates(evidence: list[Evidence]) -> list[_Candidate]:
     for n, ev in enumerate(evidence, start=1):
         title = frozenset(terms(ev.title))
         for chunk in ev.chunks:
-            for unit in units(chunk.text):
-                if unit.row is None and len(unit.text) <= 20:
-                    continue
-                counted = Counter(terms(_AUTHOR_YEAR.sub(" ", unit.text)))
-                words = [(m.start(), _stem(m.group(0).lower())) for m in _WORD.finditer(unit.text)]
-                section = frozenset(terms(chunk.section_title))
+            section = frozenset(terms(chunk.section_title))
+            for unit, counted, words in _read(chunk.text):
                 out.append(_Candidate(unit, n, chunk.chunk_index in ev.hits, counted, title, words, section))
     return out
 

@@ -89,10 +89,12 @@ class Searcher:
         """Ready papers of the knowledge base (a brief catalogue read)."""
         return self.engine.papers()
 
-    def llm_router(self, papers: Sequence[PaperRecord]) -> LLMRouter | None:
-        """The LLM router for `papers` when a chat model is configured for routing (rebuilt when they change)."""
+    def llm_router(self, papers: Sequence[PaperRecord] | None = None) -> LLMRouter | None:
+        """The LLM router for `papers` (default: the ready catalogue) when a chat model is configured for routing
+        (rebuilt when they change)."""
         if self.chat_model is None or not self.settings.llm.use_for_routing:
             return None
+        papers = self.papers() if papers is None else papers
         locator = self.engine.locator(papers)
         key = tuple(sorted(f"{p.doc_id}:{p.ingested_at}" for p in papers))
         if self._router is None or self._router[0] != key or self._router[1].locator is not locator:
@@ -117,7 +119,7 @@ class Searcher:
         scope = SearchFilter(
             doc_ids=list(doc_ids) if doc_ids else None, categories=list(categories) if categories else None
         )
-        router = self.llm_router(self.papers()) if use_model else None
+        router = self.llm_router() if use_model else None
         route = router.route(expand(query)) if router is not None and not doc_ids else None
         last = next((a for a in reversed(history or []) if a.track == "A" and a.sources), None)
         previous = (last.sources[0].doc_id, last.sources[0].title) if last is not None else None

@@ -14,6 +14,7 @@ Every step is a registered operator (registry.py): the retriever, the query tran
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ..config import Settings
@@ -65,6 +66,11 @@ register(
 )(assemble)
 
 
+# The catalogue one `retrieve` call reads, pinned for the rest of it: each read checks the catalogue's version in
+# the store (two round trips), and a question asked for it three times. Per context, so threads never share it.
+_PINNED: ContextVar[tuple[PaperStore, Catalogue] | None] = ContextVar("paperscope_catalogue", default=None)
+
+
 class Engine:
     """Retrieval over one knowledge base (see the module docstring)."""
 
@@ -93,14 +99,19 @@ class Engine:
 
     # --- the catalogue ---------------------------------------------------------------------------------------
 
+    def catalogue(self) -> Catalogue:
+        """The store's catalogue (cached, read again only when it changed); within `retrieve`, the one it read."""
+        pinned = _PINNED.get()
+        return pinned[1] if pinned is not None and pinned[0] is self.store else self.store.catalogue()
+
     def papers(self) -> list[PaperRecord]:
         """Ready papers of the knowledge base (the store's cached catalogue, read again only when it changed)."""
-        return list(self.store.catalogue().ready)
+        return list(self.catalogue().ready)
 
     def locator(self, papers: Sequence[PaperRecord] | None = None) -> PaperLocator:
         """The paper locator for `papers` (default: the ready catalogue), rebuilt only when the catalogue changes."""
         if papers is None:
-            return self._catalogue_locator(self.store.catalogue())
+            return self._catalogue_locator(self.catalogue())
         key = tuple(sorted(f"{p.doc_id}:{p.ingested_at}" for p in papers))
         if self._locator is None or self._locator[0] != key:
             self._locator = (key, PaperLocator(self.store, papers, dense=self.embeds_questions))
@@ -154,7 +165,7 @@ class Engine:
 
     def waiting_for_repair(self, query: str) -> PaperRecord | None:
         """The paper a question names among those the knowledge base holds but hides (not ready), if one fits."""
-        waiting = self.store.catalogue().waiting
+        waiting = self.catalogue().waiting
         if not waiting:
             return None
         doc_id = PaperLocator(self.store, waiting, dense=self.embeds_questions).locate(query).doc_id
@@ -180,10 +191,24 @@ class Engine:
         `transforms=False` leaves out the model's query transforms (an answer written without the model).
         """
         check_question(query)
-        scope = scope or SearchFilter()
+        token = _PINNED.set((self.store, self.store.catalogue()))
+        try:
+            return self._retrieve(query, scope or SearchFilter(), k, route, previous, transforms)
+        finally:
+            _PINNED.reset(token)
+
+    def _retrieve(
+        self,
+        query: str,
+        scope: SearchFilter,
+        k: int | None,
+        route: Route | None,
+        previous: tuple[str, str] | None,
+        transforms: bool,
+    ) -> Retrieval:
         k = k or self.settings.retrieval.k
         log = RunLog()
-        catalogue = self.store.catalogue()
+        catalogue = self.catalogue()
         with log.run("transform", "glossary"):
             asked = expand(query)  # Chinese research vocabulary in English, for BM25 over English papers
         locator = self._catalogue_locator(catalogue)

@@ -40,6 +40,7 @@ W_LEXICAL = 0.45  # BM25 over title + aliases + abstract, relative to the best p
 W_DENSE = 0.35  # cosine of title + abstract, above the catalogue's floor
 DENSE_FLOOR = 0.25  # cosine similarity of an unrelated paper
 BM25_FLOOR = 8.0  # a paper BM25 score below this is a chance match of common words
+_IDS = ("doc_id",)  # what locating reads of a paper search hit: its id (and the score)
 
 _ASCII = "A-Za-z0-9"
 # Alias kinds that name the paper itself (its title, name, authors, ids), as opposed to things it mentions.
@@ -231,7 +232,7 @@ class PaperLocator:
         self._alias_evidence(text, cand)
         self._title_evidence(text, cand)
         if self.papers and (content_words(query) or re.search(r"[\u4e00-\u9fff]", query)):
-            for p in self.store.search_papers_bm25(query, k=k):
+            for p in self.store.search_papers_bm25(query, k=k, fields=_IDS):
                 if p.doc_id in self.papers and p.score:
                     c = cand(p.doc_id)
                     c.bm25 = p.score
@@ -239,7 +240,7 @@ class PaperLocator:
             for c in cands.values():
                 # Relative to the best paper, and shrunk when even the best is a chance match.
                 c.lexical = (c.bm25 / best) * min(1.0, best / BM25_FLOOR) if best else 0.0
-            for p in self.store.search_papers(query, k=k) if self.dense else []:
+            for p in self.store.search_papers(query, k=k, fields=_IDS) if self.dense else []:
                 if p.doc_id in self.papers and p.score is not None:
                     cand(p.doc_id).dense = max(0.0, (p.score - DENSE_FLOOR) / (1 - DENSE_FLOOR))
         words = set(content_words(text))

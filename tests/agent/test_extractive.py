@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paperscope.agent.extractive import extractive_answer, quantities, strip_references
+from paperscope.agent.extractive import _read, extractive_answer, quantities, strip_references
 from paperscope.agent.question_type import Ask, question_type
 from paperscope.agent.sentences import is_debris, split_sentences, table_row, trim_debris, units
 from paperscope.parser.models import SectionCategory
@@ -70,6 +70,17 @@ def test_an_extractive_answer_cites_only_our_sources() -> None:
     lines = answer.splitlines()[1:]
     assert "- FlashRank distils a listwise teacher into small cross-encoders. [1]" in lines
     assert all(line.endswith("[1]") and line.count("[") == 1 for line in lines)
+
+
+def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
+    # Its sentences and stems are kept between questions (the same Introduction comes back): what one answer
+    # scores must not leak into the next.
+    text = "FlashRank distils a listwise teacher into cross-encoders. The student runs on a CPU at 40 ms a query."
+    fresh = extractive_answer("How fast does the student run on a CPU?", [_evidence([text])])
+    before = _read.cache_info().hits
+    extractive_answer("What does FlashRank distil?", [_evidence([text], title="Other")])
+    assert _read.cache_info().hits > before  # read once, reused
+    assert extractive_answer("How fast does the student run on a CPU?", [_evidence([text])]) == fresh
 
 
 # --- question types ---------------------------------------------------------------------------------

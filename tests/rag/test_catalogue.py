@@ -120,3 +120,33 @@ def test_windows_of_several_papers_in_one_read(store: PaperStore) -> None:
         store.set_status(beta, "ready")
     with pytest.raises(ValueError, match=">= 0"):
         store.get_windows({alpha: [-1]})
+
+
+def test_paper_searches_read_only_the_fields_asked(store: PaperStore) -> None:
+    full = store.search_papers_bm25("Alpha kelp forests", k=3)
+    ids = store.search_papers_bm25("Alpha kelp forests", k=3, fields=("doc_id",))
+    assert [(p.doc_id, p.score) for p in ids] == [(p.doc_id, p.score) for p in full] and full[0].title
+    assert all(p.title == "" and p.aliases == [] for p in ids)  # nothing else was read
+    dense = store.search_papers("kelp forests seen from space", k=3, fields=("doc_id",))
+    assert {p.doc_id for p in dense} <= {doc_id(n) for n in ("Alpha", "Beta", "Gamma")} and dense[0].score
+
+
+def test_one_question_reads_the_catalogue_version_once(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paperscope.rag.engine import Engine
+
+    engine = Engine(store)
+    reads: list[object] = []
+    real = type(store)._catalogue_version
+
+    def counted(self: PaperStore) -> tuple[str, int]:
+        reads.append(self)
+        return real(self)
+
+    monkeypatch.setattr(type(store), "_catalogue_version", counted)
+    assert engine.retrieve("What do kelp forests and otters have to do with each other?").chunks
+    assert len(reads) == 1  # pinned for the whole question: routing, enrichment kinds, transforms
+    did = put(store, "Delta")  # after the question, a change is seen at once
+    try:
+        assert did in {p.doc_id for p in engine.papers()} and len(reads) == 2
+    finally:
+        store.delete_paper(did)

@@ -161,8 +161,11 @@ class SearchMixin(StoreBase):
 
         return self._ready_search("hybrid search", filter, run)
 
-    def search_papers(self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None) -> list[PaperRecord]:
-        """Ready papers whose title + abstract are nearest the query (score = cosine similarity)."""
+    def search_papers(
+        self, query: str, k: int = 5, doc_ids: Sequence[str] | None = None, fields: Sequence[str] = PAPER_OUT
+    ) -> list[PaperRecord]:
+        """Ready papers whose title + abstract are nearest the query (score = cosine similarity). Only `fields`
+        are read; the others keep their defaults (locating a paper needs its doc_id alone)."""
         self._check_query(query, k)
         parts = [f"status == {quote_string(STATUS_READY)}"]
         if doc_ids is not None:
@@ -178,15 +181,16 @@ class SearchMixin(StoreBase):
                 anns_field="vector",
                 filter=and_exprs(*parts),
                 limit=k,
-                output_fields=PAPER_OUT,
+                output_fields=list(fields),
                 search_params=_dense_params(k),
                 consistency_level=CONSISTENCY,
             )
         hits = result[0] if result else []
         return [to_paper(dict(h["entity"], doc_id=h["doc_id"]), float(h["distance"])) for h in hits]
 
-    def search_papers_bm25(self, query: str, k: int = 10) -> list[PaperRecord]:
-        """Ready papers whose title, aliases and abstract match the query's words best (score = BM25)."""
+    def search_papers_bm25(self, query: str, k: int = 10, fields: Sequence[str] = BRIEF_OUT) -> list[PaperRecord]:
+        """Ready papers whose title, aliases and abstract match the query's words best (score = BM25). Only
+        `fields` are read, as in `search_papers`."""
         self._check_query(query, k)
         with self._failing("paper search"):
             result = self._client.search(
@@ -195,7 +199,7 @@ class SearchMixin(StoreBase):
                 anns_field="sparse",
                 filter=f"status == {quote_string(STATUS_READY)}",
                 limit=k,
-                output_fields=BRIEF_OUT,
+                output_fields=list(fields),
                 search_params=_bm25_params(),
                 consistency_level=CONSISTENCY,
             )
