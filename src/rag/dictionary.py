@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -66,8 +66,10 @@ def _entries(heads: set[str]) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=256)
 def english_words(text: str) -> str:
-    """English for the Chinese words of `text` that the dictionary knows, space-separated ("" if none)."""
+    """English for the Chinese words of `text` that the dictionary knows, space-separated ("" if none). Kept per
+    text: a question's passage searches and its extracted answer both ask, and each scan reads every entry."""
     runs = _CJK_RUN.findall(text)
     heads = {r[i : i + n] for r in runs for i in range(len(r)) for n in range(2, _LONGEST + 1) if i + n <= len(r)}
     entries = _entries(heads) if heads else {}

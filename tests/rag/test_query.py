@@ -35,3 +35,15 @@ def test_translate_leaves_english_and_unknown_text_alone() -> None:
     assert translate("How large is the dataset?") == "How large is the dataset?"
     assert english_words("的了是") == ""  # single characters are not translated
     assert english_words("血红蛋白") == "hemoglobin"
+
+
+def test_a_questions_chinese_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from paperscope.rag import dictionary
+
+    scans: list[int] = []
+    real = dictionary._entries
+    monkeypatch.setattr(dictionary, "_entries", lambda heads: scans.append(1) or real(heads))
+    question = "这篇论文用了哪些录制方法？"
+    first = english_words(question)
+    assert english_words(question) == first and "record" in first.split()
+    assert len(scans) == 1  # the second ask (passage search, then the extracted answer) reads no entry
