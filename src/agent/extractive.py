@@ -136,7 +136,7 @@ class _Candidate:
     section_terms: frozenset[str] = frozenset()  # the words of its section's heading ("5.7 Limitations of ...")
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=2048)  # ~10 KB a chunk of a real paper: ~20 MB at most
 def _read(text: str) -> tuple[tuple[Unit, Counter[str], tuple[tuple[int, str], ...]], ...]:
     """A passage's units with their counted terms and stemmed words: the same passages (a paper's Introduction,
     the chunks around a hit) come back question after question, and splitting and stemming them is most of
