@@ -117,18 +117,11 @@ def _check_llm(settings: Settings, report: DoctorReport, refresh: bool) -> None:
 
 
 def _check_embedding(settings: Settings, report: DoctorReport) -> Any:
-    from pathlib import Path
-
-    from .rag.embeddings import make_embedder
+    from .rag.embeddings import embedder_for
 
     started = time.perf_counter()
     try:
-        embedder = make_embedder(
-            settings.embedding.model,
-            batch_size=settings.embedding.batch_size,
-            cache_dir=Path(settings.home).expanduser() / "cache",
-            runtime=settings.embedding.runtime,
-        )
+        embedder = embedder_for(settings)
         # A text no cache holds, so the model itself has to load and answer.
         vector = embedder.embed_documents([f"paperscope doctor {time.time_ns()}"])[0]
     except Exception as exc:  # a report line, not a traceback

@@ -58,7 +58,7 @@ def parse(
 
     from ..parser import parse_file
     from ..rag.chunking import ChunkOptions, chunk_paper
-    from ..rag.embeddings import make_embedder
+    from ..rag.embeddings import embedder_for
     from ..rag.tokens import local_token_counter
     from ..settings_layers import load_settings
 
@@ -68,9 +68,7 @@ def parse(
         paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
 
         def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
-            return make_embedder(
-                settings.embedding.model, settings.embedding.batch_size, runtime=settings.embedding.runtime
-            ).embed_documents(texts)
+            return embedder_for(settings, cache=False).embed_documents(texts)
 
         opts = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embed)
         chunks = [c for c in chunk_paper(paper, local_token_counter(), settings.chunking.strategy, opts)]
@@ -256,7 +254,7 @@ def _enriched_ingest(
 ) -> IngestReport:
     """Ingest with enrichment: the cost (model calls, tokens) printed before any call, then the ingest unless
     `dry_run`; the store is opened once for both."""
-    from ..rag.embeddings import make_embedder
+    from ..rag.embeddings import embedder_for
     from ..rag.ingest import IngestReport, discover, plan_enrichment
     from ..rag.ingest import ingest as run_ingest
     from ..rag.store import PaperStore
@@ -267,12 +265,7 @@ def _enriched_ingest(
             store: PaperStore | None = PaperStore.open(settings, create=False)
         except PaperscopeError:
             store = None
-        cache = Path(settings.home).expanduser() / "cache"
-        embedder = (
-            store.embedder
-            if store
-            else make_embedder(settings.embedding.model, cache_dir=cache, runtime=settings.embedding.runtime)
-        )
+        embedder = store.embedder if store else embedder_for(settings)
         try:
             with bars:
                 task = bars.add_task("  estimating the cost of enrichment", total=None)

@@ -31,13 +31,16 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import SecretStr
 
 from ..errors import ConfigError
 from .tokens import TokenCounter, WordCounter, default_model_dir, local_token_counter
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 log = logging.getLogger(__name__)
 LOCAL_MODEL_NAME = "local:all-MiniLM-L6-v2"
@@ -515,3 +518,11 @@ def make_embedder(
         f"unknown embedding model {spec!r}; "
         "use 'local', 'sentence-transformers:<name-or-path>' or 'openai:<model>[@dim]'"
     )
+
+
+def embedder_for(settings: Settings, *, cache: bool = True) -> CachedEmbedder:
+    """The embedder `settings.embedding` names, its vectors cached under the data directory unless `cache` is
+    False: what every store, command and the service embed with."""
+    e = settings.embedding
+    cache_dir = Path(settings.home).expanduser() / "cache" if cache else None
+    return make_embedder(e.model, batch_size=e.batch_size, cache_dir=cache_dir, runtime=e.runtime)

@@ -92,8 +92,7 @@ def read_listing(settings: Settings) -> list[dict[str, Any]] | None:
 def write_listing(settings: Settings, rows: list[dict[str, Any]]) -> None:
     """Keep `rows` (what `papers` lists) for the next `papers` with these settings (without the knowledge base's
     layer); call it while the store is open, so that no other process can write between reading the rows and
-    signing them. Best effort: a listing that cannot be written is
-    read from the store next time."""
+    signing them. Best effort: a listing that cannot be written is read from the store next time."""
     data_dir = lite_path(settings)
     current = signature(data_dir) if data_dir is not None else None
     if data_dir is None or current is None:

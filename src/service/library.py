@@ -19,7 +19,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import PaperscopeError
-from ..rag.embeddings import CachedEmbedder, make_embedder
+from ..rag.embeddings import CachedEmbedder, embedder_for
 from ..rag.kb_settings import KbSettings, peek_kb_settings, read_kb_settings
 from ..rag.store import PaperStore, knowledge_bases
 from ..settings_layers import LayeredSettings, flatten
@@ -103,7 +103,7 @@ class Library:
         key = (settings.embedding.model, settings.embedding.batch_size, settings.embedding.runtime)
         embedder = self._embedders.get(key)
         if embedder is None:
-            embedder = make_embedder(*key[:2], cache_dir=self.home / "cache", runtime=key[2])
+            embedder = embedder_for(settings)
             self._embedders[key] = embedder
         store = PaperStore(settings, embedder, create=create)
         if found is None:  # just created: its own settings (embedding model, chunking) are saved in it now

@@ -24,6 +24,7 @@ from paperscope.rag.embeddings import (
     Embedder,
     OpenAIEmbedder,
     SentenceTransformerEmbedder,
+    embedder_for,
     make_embedder,
 )
 from paperscope.rag.tokens import HFTokenCounter, WordCounter, default_model_dir
@@ -307,3 +308,13 @@ def test_a_read_only_cache_is_bypassed(tmp_path: Path, caplog: pytest.LogCapture
         assert any("embedding cache" in r.getMessage() for r in caplog.records)
     finally:
         tmp_path.chmod(0o755)
+
+
+def test_the_embedder_of_settings_is_the_one_they_name(tmp_path: Path) -> None:
+    from paperscope.config import Settings
+
+    settings = Settings(home=tmp_path, embedding={"batch_size": 7, "runtime": "torch"})
+    made = embedder_for(settings)
+    assert isinstance(made, SentenceTransformerEmbedder)
+    assert (made.batch_size, made.runtime, made._cache_dir) == (7, "torch", tmp_path / "cache")
+    assert embedder_for(settings, cache=False)._cache_dir is None  # `parse`: nothing written

@@ -9,11 +9,9 @@ PaperStore(WritesMixin, SearchMixin, SchemaMixin), all over StoreBase (base.py):
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ...config import Settings
 from ...errors import PaperscopeError, StoreError
-from ..embeddings import Embedder, make_embedder
+from ..embeddings import Embedder, embedder_for
 from .connection import connect, disconnect
 from .schema import SchemaMixin
 from .search import SearchMixin
@@ -54,12 +52,7 @@ class PaperStore(WritesMixin, SearchMixin, SchemaMixin):
         under the data directory (the cache is opened when something is first embedded).
         """
         if embedder is None:
-            embedder = make_embedder(
-                settings.embedding.model,
-                batch_size=settings.embedding.batch_size,
-                cache_dir=Path(settings.home).expanduser() / "cache",
-                runtime=settings.embedding.runtime,
-            )
+            embedder = embedder_for(settings)
         return cls(settings, embedder, create=create)
 
     def close(self) -> None:
