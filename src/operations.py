@@ -267,22 +267,31 @@ def answer(
 
 def paper_rows(records: Iterable[PaperRecord], damaged: Mapping[str, int]) -> list[dict[str, Any]]:
     """The papers as `paperscope papers --json` lists them; `damaged`: {doc_id: chunks stored} of papers listed as
-    ready whose chunks are not all stored (their status says "damaged")."""
-    return [
-        {
-            "doc_id": r.doc_id,
-            "title": r.title,
-            "year": r.year,
-            "pages": r.pages,
-            "n_chunks": r.n_chunks,
-            # A paper listed as ready whose chunks are not all stored is "damaged" (see `check --repair`).
-            "status": "damaged" if r.doc_id in damaged else r.status,
-            "source": r.source,
-            "authors": r.authors,
-            # What people call it (short title, names it introduces, authors, ids): what paper location matches.
-            "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
-            # What the chat model added to its index at ingest (`ingest --enrich`), in the order they ran.
-            "enrichments": r.enrichments,
-        }
-        for r in records
-    ]
+    ready whose chunks are not all stored (their status says "damaged").
+
+    `n_chunks` is the body chunks stored. Of a paper not whole (damaged, or not ready: an interrupted ingest),
+    `planned_chunks` is what its catalogue row lists; it is None for the others, and for a paper not ready whose
+    chunks were not counted (`list_papers(brief=True)`), whose n_chunks is then the listed count.
+    """
+    rows = []
+    for r in records:
+        stored = damaged.get(r.doc_id) if r.ready else r.stored_chunks
+        rows.append(
+            {
+                "doc_id": r.doc_id,
+                "title": r.title,
+                "year": r.year,
+                "pages": r.pages,
+                "n_chunks": r.n_chunks if stored is None else stored,
+                "planned_chunks": None if stored is None else r.n_chunks,
+                # A paper listed as ready whose chunks are not all stored is "damaged" (see `check --repair`).
+                "status": "damaged" if r.doc_id in damaged else r.status,
+                "source": r.source,
+                "authors": r.authors,
+                # What people call it (short title, names it introduces, authors, ids): what paper location matches.
+                "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
+                # What the chat model added to its index at ingest (`ingest --enrich`), in the order they ran.
+                "enrichments": r.enrichments,
+            }
+        )
+    return rows

@@ -16,6 +16,7 @@ from paperscope.cli import app
 from paperscope.config import Settings
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.store import PaperStore
+from tests.damaged_stores import interrupt_ingest
 from tests.markdown_papers import markdown as paper_markdown
 from tests.unprivileged import chmod_tree, obeying_permissions, permissions_not_enforced
 
@@ -93,7 +94,10 @@ def test_structure_none_found_is_said(tmp_path: Path, monkeypatch: pytest.Monkey
     assert report["files"][0]["structure_found"] is False
 
 
-PAPER_KEYS = {"doc_id", "title", "year", "pages", "n_chunks", "status", "source", "authors", "aliases", "enrichments"}
+PAPER_KEYS = {
+    "doc_id", "title", "year", "pages", "n_chunks", "planned_chunks", "status", "source", "authors", "aliases",
+    "enrichments",
+}  # fmt: skip
 
 
 def test_ingest_papers_remove(tmp_path: Path, sample_pdfs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -584,3 +588,83 @@ def test_ingest_lists_what_a_folder_walk_did_not_take(tmp_path: Path, monkeypatc
     assert report["unread"] == [
         {"path": str(folder / "gone.pdf"), "reason": "a link to nothing (what it points to does not exist)"}
     ]
+
+
+def test_paths_that_cannot_be_read_fail_alone_each_in_one_line(tmp_path: Path) -> None:
+    """A paper in a folder without search permission (named, or met by a walk) and a chmod 000 file, ingested and
+    parsed by the `paperscope` executable in a process that obeys file permissions (as root: without CAP_DAC_*)."""
+    if why := permissions_not_enforced(tmp_path):
+        pytest.skip(why)
+    library = tmp_path / "library"
+    locked = library / "locked"
+    locked.mkdir(parents=True)
+    inside = locked / "inside.md"
+    inside.write_text(small_paper("A Paper Locked Away", "locks"))
+    secret = library / "secret.md"
+    secret.write_text(small_paper("A Secret Paper", "secrets"))
+    good = library / "good.md"
+    good.write_text(small_paper("A Good Paper On Reeds", "reeds"))
+    env = cli_env(tmp_path / "home")
+    paperscope = str(Path(sys.executable).with_name("paperscope"))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = obeying_permissions([paperscope, *args])
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+    locked.chmod(0o600)  # its names can be listed, its files not reached
+    secret.chmod(0)
+    try:
+        named = run("ingest", str(inside), str(secret), str(good))
+        walked = run("ingest", str(library), "--json")
+        parsed = [run("parse", str(inside)), run("parse", str(secret))]
+    finally:
+        locked.chmod(0o755)
+        secret.chmod(0o644)
+    for result in (named, walked, *parsed):
+        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    lines = named.stdout.splitlines()
+    denied = [line for line in lines if line.startswith("failed")]
+    assert [line.split()[1] for line in denied] == ["inside.md", "secret.md"], named.stdout
+    assert denied[0].endswith(f"{inside}: cannot read: Permission denied"), named.stdout
+    assert denied[1].endswith("secret.md: cannot read: Permission denied"), named.stdout
+    assert any(line.startswith("ingested") and "A Good Paper On Reeds" in line for line in lines), named.stdout
+    report = json.loads(walked.stdout)
+    statuses = {Path(f["path"]).name: (f["status"], f["error"]) for f in report["files"]}
+    assert statuses == {
+        "inside.md": ("failed", f"{inside}: cannot read: Permission denied"),
+        "secret.md": ("failed", "secret.md: cannot read: Permission denied"),
+        "good.md": ("unchanged", None),
+    }
+    assert report["unread"] == []
+    assert [p.stderr for p in parsed] == [
+        "error: inside.md: cannot read: Permission denied\n",
+        "error: secret.md: cannot read: Permission denied\n",
+    ]
+
+
+def test_a_paper_an_interrupted_ingest_left_lists_the_chunks_it_stored(
+    tmp_path: Path, local_embedder: CachedEmbedder
+) -> None:
+    home = tmp_path / "home"
+    settings = Settings(home=home, chunking={"chunk_size": 40}, embedding={"batch_size": 2})
+    whole, cut = tmp_path / "whole.md", tmp_path / "cut.md"
+    whole.write_text(small_paper("A Paper On Ferns", "ferns"))
+    long_section = ("## 2 Results", [f"Result {i}: the ferns grew {i} cm in the shade of old oaks." for i in range(40)])
+    cut.write_text(paper_markdown("A Paper Cut Short", 2024, [long_section]))
+    with PaperStore.open(settings, local_embedder) as store:
+        from paperscope.rag.ingest import ingest
+
+        assert not ingest([whole], settings, store).failed
+        doc_id, planned = interrupt_ingest(store, cut, stored=4)
+        assert store.count_chunks(doc_id) == 4 and planned > 8
+    paperscope = str(Path(sys.executable).with_name("paperscope"))
+    listed = subprocess.run([paperscope, "papers", "--json"], env=cli_env(home), capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["title"]: r for r in json.loads(listed.stdout)}
+    assert rows["A Paper Cut Short"]["status"] == "ingesting"
+    assert (rows["A Paper Cut Short"]["n_chunks"], rows["A Paper Cut Short"]["planned_chunks"]) == (4, planned)
+    assert rows["A Paper On Ferns"]["planned_chunks"] is None and rows["A Paper On Ferns"]["n_chunks"] == 2
+    table = subprocess.run([paperscope, "papers"], env=cli_env(home), capture_output=True, text=True)
+    [line] = [line for line in table.stdout.splitlines() if doc_id[:8] in line]
+    cells = [cell.strip() for cell in line.split("│")[1:-1]]  # doc_id, year, pages, chunks, title
+    assert cells[3:] == ["4", f"(ingesting: 4 of {planned} chunks stored; ingest again to repair) A Paper Cut Short"]

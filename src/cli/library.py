@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -48,7 +50,8 @@ if TYPE_CHECKING:
 
 @app.command()
 def parse(
-    file: Annotated[Path, typer.Argument(help="A PDF, Markdown or text file.")],
+    # readable=False: click's own check is a usage error (`_readable` says it in one line).
+    file: Annotated[Path, typer.Argument(help="A PDF, Markdown or text file.", readable=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the structure and chunks as JSON.")] = False,
     strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
     title: Annotated[str | None, typer.Option(help="Use this title instead of the detected one.")] = None,
@@ -63,6 +66,7 @@ def parse(
     from ..settings_layers import load_settings
 
     try:
+        _readable(file)
         settings = load_settings(chunking={"strategy": strategy})
         limits = settings.parsing
         paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
@@ -130,9 +134,30 @@ def parse(
         console.print(f"[yellow]structure: none found[/yellow] in {name}: {NO_STRUCTURE}", highlight=False)
 
 
+def _readable(file: Path) -> None:
+    """ParseError, one line, for a file that is there but may not be read (itself, or a folder on its way), or is
+    no regular file: the parsers would word the first per file type or not at all (PyMuPDF's PermissionError),
+    and block for ever reading a named pipe."""
+    from ..errors import ParseError
+
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)  # O_NONBLOCK: opening a named pipe does not wait
+    except FileNotFoundError:
+        return  # the parser says so itself
+    except OSError as exc:
+        raise ParseError(file, f"cannot read: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a folder: the parser says it is no paper
+        raise ParseError(file, "not a regular file")
+
+
 @app.command()
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Files and folders (PDF, Markdown, text).")],
+    # readable=False: an unreadable file fails alone in the report instead of stopping the batch (click's check).
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders (PDF, Markdown, text).", readable=False)],
     kb: KbOption = None,
     strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
@@ -393,7 +418,6 @@ def papers(
 
     from ..operations import paper_rows
 
-    stored: dict[str, int] = {}
     if server:
         with remote_client(server) as remote:
             rows = remote.papers(kb)
@@ -437,14 +461,16 @@ def papers(
     table.add_column("title", overflow="fold")
     for r in rows:
         title = terminal.text(r["title"])
+        planned = r.get("planned_chunks")  # absent from a server of an earlier version
+        count = f"{r['n_chunks']} of {planned} chunks stored" if planned is not None else ""
         if r["status"] == "damaged":
-            count = f"{stored[r['doc_id']]} of {r['n_chunks']}" if r["doc_id"] in stored else "not all"
-            why = f"(damaged: {count} chunks stored; `paperscope check --repair`) "
+            why = f"(damaged: {count or 'not all chunks stored'}; `paperscope check --repair`) "
             title = terminal.text(why, "red") + title
         elif r["status"] == "broken":
             title = terminal.text("(broken: no file holds it; ingest its file again or remove it) ", "red") + title
         elif r["status"] != "ready":
-            title = terminal.text(f"({r['status']}: ingest again to repair) ", "red") + title
+            why = f"({r['status']}: {count + '; ' if count else ''}ingest again to repair) "
+            title = terminal.text(why, "red") + title
         table.add_row(r["doc_id"][:SHORT_ID], str(r["year"] or ""), str(r["pages"]), str(r["n_chunks"]), title)
     console.print(table)
 
@@ -486,23 +512,30 @@ def check(
     kb: KbOption = None,
     fix: Annotated[bool, typer.Option("--repair", help="Repair what can be repaired.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    server: ServerOption = None,
 ) -> None:
-    """Compare the catalogue with the stored chunks (counts, chunk_index, orphans); --repair fixes them.
+    """Compare the catalogue with the stored chunks (counts, chunk_index, catalogue vectors, orphans); --repair
+    fixes them.
 
-    A damaged paper is ingested again from a file that still holds it, else marked broken; chunks whose
-    paper is not in the catalogue are deleted. Exit code 1 while problems remain.
+    A damaged paper is ingested again from a file that still holds it, else marked broken; a damaged catalogue
+    vector is computed again; chunks whose paper is not in the catalogue are deleted. Exit code 1 while problems
+    remain. With --server the check runs in that `paperscope serve`, which holds the store.
     """
-    from ..rag.check import check_store, record, repair
+    from ..rag.check import CheckReport, check_store, record, repair
 
-    settings = settings_for(kb)
-    try:
-        with open_kb(settings) as store:
-            report = check_store(store)
-            if fix and report.problems:
-                report = repair(store, report, settings)
-    except PaperscopeError as exc:
-        raise fail(exc) from None
-    record(settings.home, report)
+    if server:
+        with remote_client(server) as remote:
+            report = CheckReport.model_validate(remote.check(kb, repair=fix))  # the server records it in its home
+    else:
+        settings = settings_for(kb)
+        try:
+            with open_kb(settings) as store:
+                report = check_store(store)
+                if fix and report.problems:
+                    report = repair(store, report, settings)
+        except PaperscopeError as exc:
+            raise fail(exc) from None
+        record(settings.home, report)
     if as_json:
         write_json(report.model_dump_json(indent=2))
     else:

@@ -1,9 +1,9 @@
 """The commands that take `--server URL` (or PAPERSCOPE_SERVER), over HTTP to a running `paperscope serve`.
 
-`ask`, `retrieve`, `chat`, `papers`, `ingest` and `remove` send the same options to the server (docs/http-api.md)
-and print what comes back with the same code as locally: the server's objects are the ones the local commands
-print (Answer, the retrieve JSON, the papers list, ingest rows). PAPERSCOPE_API_KEY, when set, is sent as the
-bearer key. Nothing of the store or the models is loaded here.
+`ask`, `retrieve`, `chat`, `papers`, `ingest`, `remove` and `check` send the same options to the server
+(docs/http-api.md) and print what comes back with the same code as locally: the server's objects are the ones the
+local commands print (Answer, the retrieve JSON, the papers list, ingest rows, the check report). PAPERSCOPE_API_KEY,
+when set, is sent as the bearer key. Nothing of the store or the models is loaded here.
 """
 
 from __future__ import annotations
@@ -164,6 +164,12 @@ class Remote:
     def remove(self, doc_id: str, kb: str | None) -> dict[str, Any]:
         removed: dict[str, Any] = self.call("DELETE", f"/v1/documents/{doc_id}", params=_params(kb=kb))
         return removed
+
+    def check(self, kb: str | None, repair: bool) -> dict[str, Any]:
+        """The server's check of the knowledge base (the CheckReport's JSON), repaired first if asked."""
+        path, method = ("/v1/check/repair", "POST") if repair else ("/v1/check", "GET")
+        report: dict[str, Any] = self.call(method, path, params=_params(kb=kb))
+        return report
 
     def chunk(self, doc_id: str, index: int, window: int, kb: str | None) -> dict[str, Any]:
         found: dict[str, Any] = self.call(

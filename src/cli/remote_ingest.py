@@ -45,6 +45,9 @@ def ingest_remote(
                         raise  # the server is gone: nothing more can be done
                     results[path] = _refused(path, exc.detail)
                     bars.advance(overall)
+                except OSError as exc:  # unreadable here: it fails alone, as in a local ingest
+                    results[path] = _refused(path, f"cannot read: {exc.strerror or exc}")
+                    bars.advance(overall)
 
             def on_update(job: dict[str, Any]) -> None:
                 progress = job.get("progress") or {}

@@ -81,5 +81,5 @@ def server_hint(home: Path | None = None) -> str | None:
     url = found["url"]
     return (
         f"paperscope serve is running at {url} (pid {found['pid']}) and holds this store: use --server {url} "
-        f"(or {SERVER_ENV}={url}); ask, retrieve, chat, papers, ingest and remove take it"
+        f"(or {SERVER_ENV}={url}); ask, retrieve, chat, papers, ingest, remove and check take it"
     )

@@ -1,12 +1,14 @@
 """`paperscope check`: compare the catalogue with the chunks, report what a crash or a bug left, repair it.
 
 Per paper of the catalogue: is it ready, does it hold as many body chunks as its row says, do their
-chunk_index values run 0..N-1 without gaps or duplicates. Across the store: chunk rows whose paper has
-no catalogue row (orphans). Searches never show either (see store/base.py), but they stay wrong until
-repaired:
+chunk_index values run 0..N-1 without gaps or duplicates, is its catalogue vector (title and abstract, what
+paper search ranks by) one the embedder could have given: of its dimension, finite, of its norm. Across the
+store: chunk rows whose paper has no catalogue row (orphans). Searches never show either (see store/base.py),
+but they stay wrong until repaired:
 
 - a paper with a problem is ingested again from a path that still holds its bytes; with none left it
   is marked "broken" (hidden; `paperscope remove` drops it, ingesting its file again restores it);
+- a damaged catalogue vector is computed again from the stored title and abstract;
 - orphan chunk rows are deleted (there is no record of where they came from).
 
 The result of the last check is kept per knowledge base in `$PAPERSCOPE_HOME/checks.json`, so
@@ -16,22 +18,29 @@ The result of the last check is kept per knowledge base in `$PAPERSCOPE_HOME/che
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ..config import Settings
-from ..errors import PaperscopeError
+from ..errors import PaperscopeError, StoreError
 from .ingest import damaged_detail, holds, ingest
 from .paths import unescape_path
-from .store import PaperStore
+from .store import PaperRecord, PaperStore
 
 CHECKS_FILE = "checks.json"
 
-Issue = Literal["not_ready", "broken", "no_chunks", "count", "chunk_index", "orphans"]
+Issue = Literal["not_ready", "broken", "no_chunks", "count", "chunk_index", "vector", "orphans"]
+#: How far from 1 the norm of a vector of a normalising embedder may be (float32 rounding is ~1e-7).
+NORM_TOLERANCE = 0.01
+#: For an embedder whose norms vary with the text: how many times larger or smaller than its probe's is wrong.
+NORM_FACTOR = 10.0
+NORM_PROBE = "paperscope check: the norm of this embedder's vectors"
 
 
 class Problem(BaseModel):
@@ -106,6 +115,11 @@ def check_store(store: PaperStore) -> CheckReport:
             problems.append(Problem(doc_id=p.doc_id, title=p.title, issue="count", detail=detail))
         elif gaps := _gaps(body, p.n_chunks):
             problems.append(Problem(doc_id=p.doc_id, title=p.title, issue="chunk_index", detail=gaps))
+    # A paper with a problem above is ingested again, which writes its vector too.
+    flagged = {q.doc_id for q in problems}
+    whole = {p.doc_id: p for p in papers if p.doc_id not in flagged}
+    for doc_id, detail in _vector_problems(store, whole).items():
+        problems.append(Problem(doc_id=doc_id, title=whole[doc_id].title, issue="vector", detail=detail))
     listed = {p.doc_id for p in papers}
     for doc_id, kinds in sorted(inventory.items()):
         if doc_id not in listed:
@@ -116,6 +130,49 @@ def check_store(store: PaperStore) -> CheckReport:
     return CheckReport(kb=store.kb, papers=len(papers), chunks=total, problems=problems)
 
 
+def _vector_problems(store: PaperStore, papers: Mapping[str, PaperRecord]) -> dict[str, str]:
+    """{doc_id: what is wrong} for the catalogue vectors of `papers` that the embedder cannot have given (random
+    bytes in the store's files read back as huge numbers, NaN or infinity; a vector of another dimension)."""
+    if not papers:
+        return {}
+    dim = store.embedder.dim
+    found: dict[str, str] = {}
+    norms: dict[str, float] = {}
+    for doc_id, vector in store.paper_vectors().items():
+        if doc_id not in papers:
+            continue
+        if len(vector) != dim:
+            found[doc_id] = f"its catalogue vector has {len(vector)} dimensions where the embedder gives {dim}"
+        elif bad := sum(1 for x in vector if not math.isfinite(x)):
+            found[doc_id] = f"its catalogue vector holds {bad} values that are not finite numbers (NaN or infinity)"
+        else:
+            norms[doc_id] = math.hypot(*vector)
+    if all(abs(n - 1) <= NORM_TOLERANCE for n in norms.values()):
+        return found  # as a normalising embedder gives them: no need to ask the embedder
+    typical = _typical_norm(store)
+    if abs(typical - 1) <= NORM_TOLERANCE / 10:  # a normalising embedder: every vector it gives has norm 1
+        low, high = 1 - NORM_TOLERANCE, 1 + NORM_TOLERANCE
+    else:  # norms vary with the text: only one far off is wrong
+        low, high = typical / NORM_FACTOR, typical * NORM_FACTOR
+    for doc_id, norm in norms.items():
+        if not low <= norm <= high:
+            found[doc_id] = f"its catalogue vector has norm {norm:.3g} where the embedder gives {typical:.3g}"
+    return found
+
+
+def _typical_norm(store: PaperStore) -> float:
+    """The norm of a vector the store's embedder gives now."""
+    try:
+        return math.hypot(*store.embedder.embed_query(NORM_PROBE))
+    except PaperscopeError:
+        raise
+    except Exception as exc:
+        raise StoreError(
+            f"knowledge base {store.kb!r}: checking the norms of its catalogue vectors: the embedder "
+            f"{store.embedder.name} failed: {exc}"
+        ) from exc
+
+
 def repair(store: PaperStore, report: CheckReport, settings: Settings) -> CheckReport:
     """Put right what `report` found (see the module docstring); returns the report with each fix noted."""
     for problem in report.problems:
@@ -123,6 +180,11 @@ def repair(store: PaperStore, report: CheckReport, settings: Settings) -> CheckR
             if problem.issue == "orphans":
                 n = store.delete_chunks_of(problem.doc_id)
                 problem.fixed, problem.repair = True, f"deleted {n} orphan chunk rows"
+            elif problem.issue == "vector":
+                again = store.embed_paper_again(problem.doc_id)
+                problem.fixed, problem.repair = True, "its vector computed again from its title and abstract"
+                if not again:  # removed since the check
+                    problem.repair = "no longer in the catalogue"
             else:
                 _reingest(store, problem, settings)
         except PaperscopeError as exc:

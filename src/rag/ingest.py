@@ -161,7 +161,7 @@ def supported(suffix: str) -> bool:
 def is_paper_file(file: Path) -> bool:
     """A supported file a folder walk takes: not hidden, not a README, LICENSE, CHANGELOG or the like."""
     return (
-        file.is_file()
+        os.path.isfile(file)  # False, not PermissionError, in a folder that cannot be searched
         and supported(file.suffix)
         and not file.name.startswith(".")
         and file.stem.lower() not in NOT_PAPERS
@@ -172,7 +172,9 @@ class Discovered(NamedTuple):
     """What `discover` found among the paths given."""
 
     files: list[Path]  #: files to ingest
-    missing: list[FileResult]  #: failures for paths given that are no file or folder (or no regular file)
+    #: failures for paths given that are no file or folder (or no regular file), and for papers a folder walk
+    #: found in a folder it may list but not search (their names are known, their files out of reach)
+    missing: list[FileResult]
     skipped: list[Path]  #: files in folders that are not papers (README, LICENSE, ...)
     unread: list[Skipped]  #: what a folder walk could not read or does not take, with the reason
 
@@ -192,19 +194,22 @@ def discover(paths: Iterable[str | Path]) -> Discovered:
     unread: list[Skipped] = []
     for raw in paths:
         path = Path(raw).expanduser()
-        if path.is_dir():
-            _walk(path, found, skipped, unread)
-        elif path.is_file():
+        # os.path, not Path: a path inside a folder without search permission is False, not PermissionError.
+        if os.path.isdir(path):
+            _walk(path, found, skipped, unread, missing)
+        elif os.path.isfile(path):
             found.setdefault(path.resolve(), None)
         else:
             shown = escape_path(path)
-            why = _not_a_file(path) if os.path.lexists(path) else "no such file or folder"
-            missing.append(FileResult(path=shown, status="failed", error=f"{shown}: {why}"))
+            missing.append(FileResult(path=shown, status="failed", error=f"{shown}: {_not_there(path)}"))
     return Discovered(list(found), missing, [p for p in skipped if p not in found], unread)
 
 
-def _walk(top: Path, found: dict[Path, None], skipped: dict[Path, None], unread: list[Skipped]) -> None:
-    """Add what a folder holds to `found`, `skipped` (not papers) and `unread` (with the reason)."""
+def _walk(
+    top: Path, found: dict[Path, None], skipped: dict[Path, None], unread: list[Skipped], failed: list[FileResult]
+) -> None:
+    """Add what a folder holds to `found`, `skipped` (not papers), `unread` (with the reason) and `failed` (papers
+    that cannot be reached)."""
 
     def left(path: str | Path, reason: str) -> None:
         unread.append(Skipped(path=escape_path(os.path.abspath(path)), reason=reason))
@@ -224,10 +229,25 @@ def _walk(top: Path, found: dict[Path, None], skipped: dict[Path, None], unread:
             continue
         if is_paper_file(file):
             found.setdefault(file.resolve(), None)
-        elif file.is_file():
+        elif os.path.isfile(file):
             skipped.setdefault(file.resolve(), None)
+        elif (why := _not_a_file(file)).startswith("cannot read") and file.stem.lower() not in NOT_PAPERS:
+            # A paper in a folder that may be listed but not searched: it fails like any file that cannot be read.
+            shown = escape_path(os.path.abspath(file))
+            failed.append(FileResult(path=shown, status="failed", error=f"{shown}: {why}"))
         else:
-            left(file, _not_a_file(file))
+            left(file, why)
+
+
+def _not_there(path: Path) -> str:
+    """Why a path given is neither a folder nor a regular file: missing, out of reach, or another kind of thing."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file or folder"
+    except OSError as exc:  # a folder on the way that cannot be searched
+        return f"cannot read: {exc.strerror or exc}"
+    return _not_a_file(path)
 
 
 def _not_a_file(path: Path) -> str:

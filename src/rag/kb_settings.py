@@ -29,7 +29,8 @@ from ..config import Settings
 from ..errors import ConfigError, StoreError
 from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, load_layers, validate_values
 from .embeddings import LOCAL_MODEL_NAME
-from .store import PROP_DIM, PROP_EMBEDDER, peek_client
+from .lite_files import lite_path
+from .store import PROP_DIM, PROP_EMBEDDER, lite_damage, peek_client
 from .store.properties import CREATED, FIXED, PROP_OVERRIDES, PROP_SETTINGS
 
 if TYPE_CHECKING:
@@ -107,10 +108,11 @@ def _legacy_model(props: Mapping[str, str]) -> dict[str, Any]:
     return {}  # openai:<model> may have been asked for with @dim: the store's own check guards it
 
 
-def read_kb_settings(client: MilvusClient, kb: str) -> KbSettings | None:
+def read_kb_settings(client: MilvusClient, kb: str, lite: Path | None = None) -> KbSettings | None:
     """The settings kept with knowledge base `kb`, or None when it has no chunks collection (does not exist).
 
     Saved values that are no setting any more are dropped with a warning; overrides are checked as when set.
+    `lite`: the Milvus Lite data `client` serves, where a collection it cannot read is looked into.
     """
     collection = chunks_collection(kb)
     try:
@@ -118,7 +120,10 @@ def read_kb_settings(client: MilvusClient, kb: str) -> KbSettings | None:
             return None
         desc = client.describe_collection(collection)
     except Exception as exc:
-        raise StoreError(f"knowledge base {kb!r}: reading its settings failed: {exc}") from exc
+        # Milvus Lite reads the collection's files to describe it, and names none of them when one is damaged.
+        found = lite_damage(lite, kb) if lite is not None else None
+        said = found or f"reading its settings from collection {collection} failed: {' '.join(str(exc).split())}"
+        raise StoreError(f"knowledge base {kb!r}: {said}") from exc
     props: dict[str, str] = desc.get("properties") or {}
     created = _load_json(kb, PROP_SETTINGS, props.get(PROP_SETTINGS)) or _legacy_model(props)
     for name in [n for n in created if n not in CREATED]:
@@ -214,7 +219,7 @@ def peek_kb_settings(settings: Settings, *, keep_warm: bool = False) -> KbSettin
     that kb does not exist yet. `keep_warm`: a Milvus Lite server started for this stays up for the store opened
     next (see `peek_client`)."""
     with peek_client(settings, keep_warm=keep_warm) as client:
-        return None if client is None else read_kb_settings(client, settings.store.kb)
+        return None if client is None else read_kb_settings(client, settings.store.kb, lite_path(settings))
 
 
 def load_kb_layers(

@@ -13,6 +13,10 @@ behind) changes the files of the data directory by the time its process closes t
 open, are of the same state. Lite may still seal a write in the background after it returned, which makes a
 listing written in the writer's own process go stale at once: safe (the store is read again), only slower.
 A store a server holds (MILVUS_URI) is always read: its files are not here to sign. This module imports no Milvus code.
+
+When Milvus Lite cannot read a collection, its error names no file; `damaged_file` reads the collection's files as
+Milvus Lite reads them (checked against milvus-lite 3.2.2: schema.json and manifest.json are JSON, data and delta
+files Parquet, index files faiss (.idx) or Arrow IPC (.sidx)) to say which one is damaged.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..config import Settings
 
 _SERVER = re.compile(r"^(https?|tcp|unix)://|^unix:")
-LISTING_VERSION = 1
+LISTING_VERSION = 2  # 2: rows with planned_chunks, n_chunks stored of a paper that is not ready
 
 
 def is_server_uri(uri: str | None) -> bool:
@@ -116,3 +121,74 @@ def write_listing(settings: Settings, rows: list[dict[str, Any]]) -> None:
         os.replace(partial, target)  # whole or not at all: a reader never sees half a listing
     except OSError:
         return
+
+
+def damaged_file(collection_dir: Path) -> tuple[Path, str] | None:
+    """The first file of a Milvus Lite collection (its folder) that cannot be read, and why (one line): its schema,
+    its manifest, a data or delta file, an index file; None when each one reads."""
+    schema = collection_dir / "schema.json"
+    try:
+        _json_object(schema)
+    except (OSError, ValueError) as exc:
+        return schema, _why(exc)
+    manifest = collection_dir / "manifest.json"
+    try:
+        listed = _json_object(manifest)
+    except (OSError, ValueError) as exc:
+        try:  # Milvus Lite falls back on the previous manifest: only both unreadable is damage
+            listed = _json_object(collection_dir / "manifest.json.prev")
+        except (OSError, ValueError):
+            return manifest, _why(exc)
+    partitions = listed.get("partitions")
+    for name, part in (partitions if isinstance(partitions, dict) else {}).items():
+        files = [*part.get("data_files", []), *part.get("delta_files", [])] if isinstance(part, dict) else []
+        for rel in files:
+            path = collection_dir / "partitions" / str(name) / str(rel)
+            if why := _unreadable(path, _read_parquet):
+                return path, why
+    for index in sorted(collection_dir.glob("partitions/*/indexes/*")):
+        read = _read_faiss if index.suffix == ".idx" else _read_arrow if index.suffix == ".sidx" else None
+        if read is not None and (why := _unreadable(index, read)):
+            return index, why
+    return None
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
+
+
+def _why(exc: BaseException) -> str:
+    """An error as one line (Parquet's and faiss' span several)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _unreadable(path: Path, read: Callable[[str], object]) -> str | None:
+    try:
+        read(str(path))
+    except Exception as exc:  # whatever the reader raises on bytes it cannot decode
+        return _why(exc)
+    return None
+
+
+def _read_parquet(path: str) -> object:
+    import pyarrow.parquet as pq  # Milvus Lite's own reader; imported only when a collection failed
+
+    return pq.read_table(path)
+
+
+def _read_faiss(path: str) -> object:
+    import faiss  # type: ignore[import-not-found]
+
+    return faiss.read_index(path)
+
+
+def _read_arrow(path: str) -> object:
+    import pyarrow as pa
+
+    with pa.memory_map(path, "r") as source:
+        return pa.ipc.open_file(source).read_all()

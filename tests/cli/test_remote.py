@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from paperscope.cli import app
 from paperscope.cli.running import read_record, server_hint, write_record
 from tests.served import KEY, PAPERSCOPE, Served, clean_env
+from tests.unprivileged import obeying_permissions, permissions_not_enforced
 
 QUESTION = "How many queries was FlashRank trained on?"
 
@@ -134,3 +135,25 @@ def test_a_stale_record_is_ignored(tmp_path: Path) -> None:
 def test_the_server_url_must_be_http(cli: CliRunner) -> None:
     result = cli.invoke(app, ["papers", "--server", "ftp://example.org"])
     assert result.exit_code == 1 and "expected an http:// or https:// URL" in result.stderr
+
+
+def test_a_file_that_cannot_be_read_fails_alone_through_the_server(
+    server: Served, tmp_path: Path, sample_pdfs: dict[str, Path]
+) -> None:
+    """Read here before it is uploaded, by a process that obeys file permissions (as root: without CAP_DAC_*)."""
+    if why := permissions_not_enforced(tmp_path):
+        pytest.skip(why)
+    secret = tmp_path / "secret.pdf"
+    secret.write_bytes(sample_pdfs["marten"].read_bytes())
+    secret.chmod(0)
+    command = [str(PAPERSCOPE), "ingest", str(secret), str(sample_pdfs["flashrank"]), "--server", server.url]
+    env = {**clean_env(tmp_path / "home"), "PAPERSCOPE_API_KEY": KEY}
+    try:
+        result = subprocess.run(obeying_permissions(command), env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        secret.chmod(0o644)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("failed     secret.pdf") for line in lines), result.stdout
+    assert any(line.endswith("secret.pdf: cannot read: Permission denied") for line in lines), result.stdout
+    assert any(line.startswith("unchanged  flashrank.pdf") for line in lines), result.stdout

@@ -13,6 +13,7 @@ from paperscope.rag.check import check_store, last_failed, record, repair
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.ingest import ingest
 from paperscope.rag.store import PaperStore
+from tests.damaged_stores import overwrite_vector_bytes
 from tests.markdown_papers import markdown
 
 TOPICS = {"gap": "river deltas", "orphan": "moon dust", "gone": "desert dunes", "empty": "ice cores", "fine": "kelp"}
@@ -90,3 +91,35 @@ def test_check_finds_and_repairs_what_a_crash_leaves(
     assert result.exit_code == 0 and "no problems" in result.stdout
     assert last_failed(settings.home, "papers") is None
     assert "the last" not in runner.invoke(app, ["ingest", str(files["fine"])]).stderr
+
+
+def test_check_finds_damaged_catalogue_vectors_and_computes_them_again(
+    tmp_path: Path, local_embedder: CachedEmbedder
+) -> None:
+    settings = Settings(home=tmp_path / "home", chunking={"chunk_size": 40})
+    files = []
+    for topic in ("river deltas", "moon dust", "kelp"):
+        files.append(tmp_path / f"{topic.replace(' ', '_')}.md")
+        files[-1].write_text(paper(topic))
+    with PaperStore.open(settings, local_embedder) as store:
+        ids = [f.doc_id or "" for f in ingest(files, settings, store).files]
+        before = store.paper_vectors()
+    nan, huge = ids[0], ids[1]
+    overwrite_vector_bytes(tmp_path / "home" / "milvus.db", "papers", nan, b"\xff" * 16)  # four NaN
+    overwrite_vector_bytes(tmp_path / "home" / "milvus.db", "papers", huge, b"\x7f\x7f\x7f\x7f" * 4)  # 4 of 3.4e38
+
+    with PaperStore.open(settings, local_embedder) as store:
+        report = check_store(store)
+        assert {(p.doc_id, p.issue) for p in report.problems} == {(nan, "vector"), (huge, "vector")}
+        details = {p.doc_id: p.detail for p in report.problems}
+        assert details[nan] == "its catalogue vector holds 4 values that are not finite numbers (NaN or infinity)"
+        assert details[huge] == "its catalogue vector has norm 6.79e+38 where the embedder gives 1"
+
+        repair(store, report, settings)
+        said = "its vector computed again from its title and abstract"
+        assert all(p.fixed and p.repair == said for p in report.problems)
+        assert check_store(store).ok
+        after = store.paper_vectors()
+        for doc_id in (nan, huge):
+            assert sum(a * b for a, b in zip(before[doc_id], after[doc_id], strict=True)) == pytest.approx(1, abs=1e-5)
+        assert store.search_papers("moon dust", k=1)[0].doc_id == huge

@@ -4,7 +4,9 @@ listed as ready while its chunks are gone, reading commands say so in one line, 
 from __future__ import annotations
 
 import json
+import random
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.ingest import ingest
 from paperscope.rag.store import PaperStore
 from tests.markdown_papers import markdown
+from tests.served import PAPERSCOPE
 
 TOPICS = ("river deltas", "moon dust")
 
@@ -123,3 +126,49 @@ def test_asking_about_a_paper_that_waits_for_repair_names_it(home: Path, local_e
     )
     assert answer["track"] == "NONE" and not answer["supported"]
     assert any("'A Study Of Moon Dust' is in the knowledge base but cannot be searched" in n for n in answer["notes"])
+
+
+def paperscope(*args: str) -> subprocess.CompletedProcess[str]:
+    """The `paperscope` executable over the home the `home` fixture points PAPERSCOPE_HOME at."""
+    return subprocess.run([str(PAPERSCOPE), *args], capture_output=True, text=True, timeout=300)
+
+
+def garble(path: Path, at: int) -> None:
+    """Random bytes over 64 bytes of a file at offset `at`, as a disk fault would leave them."""
+    raw = bytearray(path.read_bytes())
+    raw[at : at + 64] = random.Random(7).randbytes(64)
+    path.write_bytes(bytes(raw))
+
+
+def test_a_garbled_chunks_data_file_is_named_with_what_to_do_and_check_repairs(home: Path) -> None:
+    """Milvus Lite's own error ("Deserializing page header failed", over lines) names no file."""
+    [data] = (chunks_dir(home) / "partitions" / "_default" / "data").glob("*.parquet")
+    garble(data, 4)  # the first page header, behind the magic bytes
+    todo = (
+        f"move {chunks_dir(home)} aside, then `paperscope check --repair --kb papers` makes the collection again and "
+        "ingests its papers again from their files"
+    )
+    for command in ("papers", "check"):
+        result = paperscope(command)
+        assert result.returncode == 1 and result.stdout == "", result.stderr
+        [line] = result.stderr.splitlines()
+        said = f"error: knowledge base 'papers': collection papers_chunks is damaged: {data} cannot be read ("
+        assert line.startswith(said) and line.endswith(f"); {todo}"), line
+
+    shutil.move(chunks_dir(home), home / "chunks-aside")
+    runner = CliRunner()
+    repaired = runner.invoke(app, ["check", "--repair"])
+    assert repaired.exit_code == 0 and "all 2 problem(s) fixed" in repaired.stdout, repaired.stdout
+    assert_whole_again(runner)
+
+
+def test_a_garbled_index_file_is_named_and_deleting_it_is_enough(home: Path) -> None:
+    [index] = (chunks_dir(home) / "partitions" / "_default" / "indexes").glob("*.vector.hnsw.idx")
+    garble(index, 0)
+    result = paperscope("papers")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: knowledge base 'papers': collection papers_chunks is damaged: {index} cannot be")
+    assert line.endswith("; delete that file: Milvus Lite builds it again from the collection's data"), line
+    index.unlink()
+    assert_whole_again(CliRunner())

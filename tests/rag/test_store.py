@@ -980,7 +980,8 @@ def test_a_damaged_lite_file_is_not_blamed_on_another_process(tmp_path: Path) ->
     data = tmp_path / "milvus.db"
     for manifest in (data / "collections" / "papers_chunks").glob("manifest.json*"):
         manifest.write_text("garbage")
-    with pytest.raises(StoreError, match=r"papers_chunks.+; the Milvus Lite data at .+ looks damaged: move it aside"):
+    said = r"collection papers_chunks is damaged: .+/manifest\.json cannot be read \(.+\); move .+/papers_chunks aside"
+    with pytest.raises(StoreError, match=said):
         PaperStore(settings, embedder())
     shutil.rmtree(data / "collections")
     (data / "collections").write_text("not a directory")

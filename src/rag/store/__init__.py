@@ -23,7 +23,7 @@ The checks on Milvus Lite were made against milvus-lite 3.2.2 + pymilvus 3.0.2.
 
 from .base import CONSISTENCY, QUERY_WINDOW
 from .catalogue import Catalogue
-from .connection import knowledge_bases, lite_problem, peek_client
+from .connection import knowledge_bases, lite_damage, lite_problem, peek_client
 from .paper_store import PaperStore
 from .records import (
     STATUS_BROKEN,
@@ -60,6 +60,7 @@ __all__ = [
     "chunk_row_id",
     "clipped",
     "knowledge_bases",
+    "lite_damage",
     "lite_problem",
     "peek_client",
     "raptor_citation",

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ...config import Settings
 from ...errors import StoreError
-from ..lite_files import is_server_uri, lite_path
+from ..lite_files import damaged_file, is_server_uri, lite_path
 from ..writable import read_only_problem
 from .milvus import MilvusClient
 
@@ -142,6 +142,31 @@ def lite_problem(path: str) -> str:
     finally:
         os.close(fd)
     return f"the Milvus Lite data at {data} is damaged; move it aside and ingest again"
+
+
+def lite_damage(path: str | Path, kb: str) -> str | None:
+    """Which file of knowledge base `kb` in the Milvus Lite data at `path` is damaged and what to do, one line; None
+    when every file of its two collections reads (Milvus Lite's own errors name none)."""
+    for collection in (f"{kb}_chunks", f"{kb}_papers"):
+        folder = Path(path) / "collections" / collection
+        found = damaged_file(folder) if folder.is_dir() else None
+        if found is None:
+            continue
+        file, why = found
+        if file.parent.name == "indexes":
+            todo = "delete that file: Milvus Lite builds it again from the collection's data"
+        elif collection.endswith("_chunks"):
+            todo = (
+                f"move {folder} aside, then `paperscope check --repair --kb {kb}` makes the collection again and "
+                "ingests its papers again from their files"
+            )
+        else:
+            todo = (
+                f"move {folder} aside and ingest the papers' files again (`paperscope ingest PATH --kb {kb}`); "
+                f"`paperscope check --repair --kb {kb}` then deletes the chunks no paper claims"
+            )
+        return f"collection {collection} is damaged: {file} cannot be read ({why}); {todo}"
+    return None
 
 
 def _lite_running(path: str) -> bool:

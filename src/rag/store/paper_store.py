@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...config import Settings
 from ...errors import PaperscopeError, StoreError
 from ..embeddings import Embedder, embedder_for
-from .connection import connect, disconnect
+from .connection import connect, disconnect, lite_damage
 from .schema import SchemaMixin
 from .search import SearchMixin
 from .writes import WritesMixin
@@ -40,8 +40,10 @@ class PaperStore(WritesMixin, SearchMixin, SchemaMixin):
             # Lite failing to read its own collections (not our checks refusing them) means damaged data.
             cause = exc.__cause__
             if self._lite_path and isinstance(exc, StoreError) and cause and not isinstance(cause, PaperscopeError):
+                if damage := lite_damage(self._lite_path, self.kb):
+                    raise StoreError(f"knowledge base {self.kb!r}: {damage}") from exc
                 hint = f"the Milvus Lite data at {self._lite_path} looks damaged: move it aside and ingest again"
-                raise StoreError(f"{exc}; {hint}") from exc
+                raise StoreError(f"{' '.join(str(exc).split())}; {hint}") from exc
             raise
 
     @classmethod

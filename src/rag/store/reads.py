@@ -7,6 +7,7 @@ that is not ready (see base.py); reads of the catalogue show every paper with it
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
@@ -228,12 +229,21 @@ class ReadsMixin(StoreBase):
         """The whole catalogue (ready or not), ordered by title.
 
         `brief` leaves out the abstract, authors and section tree: the reads routing and the agent make on
-        every question, which at thousands of papers would otherwise move megabytes of JSON each time.
+        every question, which at thousands of papers would otherwise move megabytes of JSON each time. Without
+        it, the body chunks stored of each paper that is not ready are counted (`stored_chunks`): its row lists
+        those its ingest was writing, not those it wrote before it stopped.
         """
         fields = BRIEF_OUT if brief else PAPER_OUT
         with self._failing("listing papers"):
             rows = self._query(self.papers_name, "", fields)
-        return sorted((to_paper(r) for r in rows), key=lambda p: (p.title.casefold(), p.doc_id))
+        papers = sorted((to_paper(r) for r in rows), key=lambda p: (p.title.casefold(), p.doc_id))
+        waiting = [p.doc_id for p in papers if not p.ready]
+        if brief or not waiting:
+            return papers
+        expr = and_exprs(_kind_expr("chunk"), string_in("doc_id", waiting))
+        with self._failing("counting the chunks of papers that are not ready"):
+            stored = Counter(r["doc_id"] for r in self._query(self.chunks_name, expr, ["doc_id"]))
+        return [p if p.ready else p.model_copy(update={"stored_chunks": stored[p.doc_id]}) for p in papers]
 
     def get_paper(self, doc_id: str) -> PaperRecord | None:
         """One paper's catalogue row (ready or not), or None."""
@@ -266,6 +276,12 @@ class ReadsMixin(StoreBase):
             rows = self._query(self.papers_name, f"sha256 == {quote_string(sha)}", PAPER_OUT)
         papers = sorted((to_paper(r) for r in rows), key=lambda p: (not p.ready, -p.ingested_at))
         return papers[0] if papers else None
+
+    def paper_vectors(self) -> dict[str, list[float]]:
+        """{doc_id: vector} of every catalogue row (its title and abstract embedded), as stored (for `check`)."""
+        with self._failing("reading the catalogue's vectors"):
+            rows = self._query(self.papers_name, "", ["doc_id", "vector"])
+        return {r["doc_id"]: [float(x) for x in r["vector"]] for r in rows}
 
     def chunk_inventory(self) -> dict[str, dict[str, list[int]]]:
         """{doc_id: {kind: [chunk_index, ...]}} over every row of the chunks collection (for `check`)."""

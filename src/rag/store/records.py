@@ -101,6 +101,11 @@ class PaperRecord(BaseModel):
     )
     summary: str = Field("", description="Its summary written by the chat model at ingest (`summaries`), or empty.")
     score: float | None = Field(default=None, description="Similarity to the query, for `search_papers`.")
+    stored_chunks: int | None = Field(
+        default=None,
+        description="Body chunks stored of a paper that is not ready (`list_papers`; n_chunks is what its ingest "
+        "was writing); None when not counted.",
+    )
 
     @property
     def ready(self) -> bool:

@@ -1,5 +1,5 @@
 """Writes: storing a paper and its chunks (the ingest protocol), deleting a paper or its orphan chunks,
-and updating a catalogue row's status or sources.
+and updating a catalogue row's status, sources or vector.
 
 Sources. A paper (one doc_id, one set of bytes) belongs to every path that holds it: the catalogue
 keeps them all in `sources` (and the last one ingested in `source`). Paths are stored escaped (see
@@ -199,6 +199,18 @@ class WritesMixin(CatalogueMixin):
         if source is not None:
             update["source"] = clip(source, "source")
         self._update_paper(doc_id, "recording its source paths", **update)
+
+    def embed_paper_again(self, doc_id: str) -> bool:
+        """Compute a paper's catalogue vector again from its stored title and abstract and store it (`check --repair`
+        of a damaged vector); False when the paper is not in the catalogue. A title or abstract the store clipped
+        gives a vector a little off the one ingest made from the whole text."""
+        paper = self.get_paper(doc_id)
+        if paper is None:
+            return False
+        with self._failing("embedding title and abstract", doc_id):
+            vector = self.embedder.embed_documents([f"{paper.title}\n{paper.abstract}".strip()])[0]
+        self._update_paper(doc_id, "storing its vector", vector=vector)
+        return True
 
     def set_status(self, doc_id: str, status: Status) -> None:
         """Mark a paper ready, ingesting or broken (what `check --repair` does when no file is left)."""
