@@ -56,6 +56,30 @@ class ParsingSettings(_Part):
     max_text_bytes: int = Field(
         20_000_000, ge=1, description="Largest Markdown or text file read, in bytes (20 MB); a larger one fails."
     )
+    # The limits below bound what one hostile PDF can cost (parser/page_cost.py, parser/bounded.py).
+    max_page_glyphs: int = Field(
+        400_000,
+        ge=1_000,
+        description="Most glyphs one PDF page may show (a dense page of a paper shows ~10,000); a page with more "
+        "fails its file before it is read.",
+    )
+    max_page_paths: int = Field(
+        200_000,
+        ge=0,
+        description="Path operators past which a page's drawings are not read (its figures and table rules are not "
+        "looked for; its text is).",
+    )
+    max_memory_mb: int = Field(
+        2048, ge=256, description="Memory the process that reads a PDF may use, in MB; a file that needs more fails."
+    )
+    page_seconds: float = Field(
+        60.0, gt=0, description="Seconds reading one PDF page may take; a file with a slower page fails."
+    )
+    isolate: bool = Field(
+        True,
+        description="Read PDFs in a worker process, where the memory and time limits hold (off: in-process, for "
+        "debugging; a hostile file can then exhaust memory or hang).",
+    )
 
 
 class ChunkingSettings(_Part):

@@ -17,6 +17,9 @@ class ParseError(PaperscopeError):
         self.reason = reason
         super().__init__(f"{Path(self.path).name}: {reason}")
 
+    def __reduce__(self) -> tuple[object, ...]:  # raised in a worker process, it crosses back pickled
+        return (type(self), (self.path, self.reason))
+
 
 class ConfigError(PaperscopeError):
     """Settings are missing or inconsistent."""
@@ -37,7 +40,8 @@ class StoreError(PaperscopeError):
 class LLMError(PaperscopeError):
     """The chat model's endpoint failed, was too slow, or sent something that is not a reply.
 
-    `kind` says what happened: unreachable, timeout, server (HTTP 5xx), rejected (HTTP 4xx), bad_response, budget.
+    `kind` says what happened: unreachable, timeout, server (HTTP 5xx), rejected (HTTP 4xx), bad_response, budget,
+    cancelled (the question was given up).
     The message is one line naming the model and the endpoint, for the user.
     """
 
@@ -47,6 +51,9 @@ class LLMError(PaperscopeError):
         self.kind = kind
         self.reason = reason
         super().__init__(f"model {model} at {endpoint} failed: {reason}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.model, self.endpoint, self.kind, self.reason))
 
     @property
     def endpoint_down(self) -> bool:

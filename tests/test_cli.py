@@ -317,7 +317,7 @@ def test_piped_ingest_lines_keep_every_column_whole(tmp_path: Path, monkeypatch:
 
 
 def test_ctrl_c_during_ingest_says_what_was_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import paperscope.parser.files as files_module  # ingest imports the parser from here when it parses
+    import paperscope.parser.bounded as files_module  # ingest parses through here (Markdown in-process)
 
     monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path / "home"))
     files = [tmp_path / "a.md", tmp_path / "b.md"]

@@ -59,17 +59,17 @@ def parse(
     """Parse a paper and print its structure tree (sections, categories, pages, chunk counts)."""
     from pydantic import ValidationError
 
-    from ..parser import parse_file
+    from ..parser.bounded import parse_bounded
     from ..rag.chunking import ChunkOptions, chunk_paper
     from ..rag.embeddings import embedder_for
+    from ..rag.ingest import parse_limits
     from ..rag.tokens import local_token_counter
     from ..settings_layers import load_settings
 
     try:
         _readable(file)
         settings = load_settings(chunking={"strategy": strategy})
-        limits = settings.parsing
-        paper = parse_file(file, title=title, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
+        paper = parse_bounded(file, parse_limits(settings), title=title)
 
         def embed(texts: list[str]) -> list[list[float]]:  # only the semantic chunker calls it: built then
             return embedder_for(settings, cache=False).embed_documents(texts)

@@ -119,6 +119,8 @@ class PageLines:
     figures: list[tuple[float, float, float, float]] = field(default_factory=list)
     column_left: dict[int, float] = field(default_factory=dict)
     column_right: dict[int, float] = field(default_factory=dict)
+    #: False for a page with too many paths to list (page_cost.py): its figures and rules are not looked for.
+    drawings: bool = True
 
 
 def _is_bold(span: dict[str, object]) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pymupdf
 
 from ..errors import ParseError
+from ..isolation import heartbeat
 from .blocks import Block, build_blocks, paragraph_text_at
 from .headings import find_headings
 from .layout import (
@@ -23,6 +24,7 @@ from .layout import (
 )
 from .metadata import authors_from, identifiers, metadata_title, title_lines, title_text, year_from
 from .models import Paper
+from .page_cost import MAX_PAGE_GLYPHS, MAX_PAGE_INFLATED, MAX_PAGE_PATHS, page_cost
 from .structure import Heading, Item, Text, assemble
 from .tables import FoundTable, find_tables, table_block
 from .text import normalize, vocabulary
@@ -34,18 +36,26 @@ _FOOTNOTE_MARK = re.compile(r"^(\d{1,2}\s?[A-Za-z]|[*\u2217\u2020\u2021\u00a7\u0
 
 
 def parse_pdf(
-    path: str | Path, *, title: str | None = None, use_outline: bool = True, max_pages: int = MAX_PAGES
+    path: str | Path,
+    *,
+    title: str | None = None,
+    use_outline: bool = True,
+    max_pages: int = MAX_PAGES,
+    max_page_glyphs: int = MAX_PAGE_GLYPHS,
+    max_page_paths: int = MAX_PAGE_PATHS,
 ) -> Paper:
     """Parse a PDF into a Paper. `title` overrides the detected title.
 
-    Raises ParseError (naming the file) for anything that is not a readable, text-bearing PDF of at most
-    `max_pages` pages.
+    Raises ParseError (naming the file, and the page where it is one) for anything that is not a readable,
+    text-bearing PDF of at most `max_pages` pages, each showing at most `max_page_glyphs` glyphs. A page with more
+    than `max_page_paths` path operators is read for its text alone (see page_cost.py). Reports each page with
+    `isolation.heartbeat`, so a worker process running it can hold each page to a time limit.
     """
     path = Path(path)
     doc = open_pdf(path, max_pages)
     with doc:
         try:
-            return _parse(doc, path, title, use_outline)
+            return _parse(doc, path, title, use_outline, max_page_glyphs, max_page_paths)
         except ParseError:
             raise
         except (RuntimeError, ValueError) as exc:  # MuPDF errors surface as these
@@ -84,16 +94,28 @@ def open_pdf(path: Path, max_pages: int = MAX_PAGES) -> pymupdf.Document:
     return doc
 
 
-def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bool) -> Paper:
+def _parse(
+    doc: pymupdf.Document, path: Path, title: str | None, use_outline: bool, max_glyphs: int, max_paths: int
+) -> Paper:
     raw = []
+    light: list[bool] = []  # per page: its drawings may be listed
     for i, page in enumerate(doc):
+        heartbeat(f"page {i + 1}")
+        cost = page_cost(doc, page, stop_glyphs=max_glyphs)
+        if cost.glyphs > max_glyphs:
+            raise ParseError(
+                path, f"page {i + 1}: shows over {max_glyphs:,} glyphs (parsing.max_page_glyphs); not read"
+            )
+        if cost.inflated > MAX_PAGE_INFLATED:
+            raise ParseError(path, f"page {i + 1}: its content inflates past {MAX_PAGE_INFLATED >> 20} MB; not read")
+        light.append(cost.paths <= max_paths)
         try:
             raw.append(raw_lines(page, i + 1))
         except Exception as exc:
             raise ParseError(path, f"page {i + 1}: cannot extract text ({exc})") from exc
     if sum(len(ln.text) for lines in raw for ln in lines) < 50:
         raise ParseError(path, "no extractable text (a scanned PDF?); OCR is not supported")
-    pages, body, cleaned = lay_out(doc, raw)
+    pages, body, cleaned = lay_out(doc, raw, light)
     heights = [p.height for p in pages]
 
     meta = doc.metadata or {}
@@ -134,8 +156,11 @@ def _parse(doc: pymupdf.Document, path: Path, title: str | None, use_outline: bo
     return paper
 
 
-def lay_out(doc: pymupdf.Document, raw: list[list[Line]]) -> tuple[list[PageLines], float, list[list[Line]]]:
-    """Pages in reading order without furniture, the body type size, and the cleaned lines per page."""
+def lay_out(
+    doc: pymupdf.Document, raw: list[list[Line]], light: list[bool] | None = None
+) -> tuple[list[PageLines], float, list[list[Line]]]:
+    """Pages in reading order without furniture, the body type size, and the cleaned lines per page. `light`: per
+    page, whether its drawings may be listed (figures are looked for only there; default every page)."""
     heights = [page.rect.height for page in doc]
 
     def order(body: float) -> tuple[list[PageLines], list[list[Line]]]:
@@ -152,7 +177,10 @@ def lay_out(doc: pymupdf.Document, raw: list[list[Line]]) -> tuple[list[PageLine
         body = running
         pages, cleaned = order(body)
     for page, pdf_page in zip(pages, doc, strict=True):
-        page.figures = figure_boxes(pdf_page, page.lines, body)
+        page.drawings = light[page.number - 1] if light is not None else True
+        if page.drawings:
+            heartbeat(f"page {page.number} (figures)")
+            page.figures = figure_boxes(pdf_page, page.lines, body)
     return pages, body, cleaned
 
 
@@ -171,6 +199,7 @@ def _take_tables(doc: pymupdf.Document, pages: list[PageLines], body: float) -> 
     """
     found: dict[int, FoundTable] = {}
     for page in pages:
+        heartbeat(f"page {page.number} (tables)")
         for table in find_tables(doc[page.number - 1], page, body):
             found[id(table.caption_lines[0])] = table
             inside = {id(ln) for ln in table.lines}

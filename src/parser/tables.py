@@ -52,7 +52,8 @@ def find_tables(pdf_page: pymupdf.Page, page: PageLines, body: float) -> list[Fo
     starts = [i for i, ln in enumerate(page.lines) if is_table_caption(ln, body)]
     if not starts:
         return []
-    rules, verticals = page_rules(pdf_page)
+    # A page too full of paths to list them (see page_cost.py) is read without its rules.
+    rules, verticals = page_rules(pdf_page) if page.drawings else ([], [])
     words = [Word(*w[:5]) for w in pdf_page.get_text("words", flags=pymupdf.TEXT_MEDIABOX_CLIP)]
     captions = [_caption_lines(page, i) for i in starts]
     candidates: list[tuple[bool, int, float, int, FoundTable]] = []

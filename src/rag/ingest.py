@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -47,6 +47,9 @@ from .embeddings import Embedder
 from .enrich import Cost, EnrichedPaper, Enricher
 from .paths import escape_path, unescape_path
 from .store import PaperRecord, PaperStore, clipped
+
+if TYPE_CHECKING:
+    from ..parser.bounded import ParseLimits
 
 #: Namespace of paperscope doc_ids (UUID5 over the file's sha256 hex digest).
 DOC_ID_NAMESPACE = uuid.UUID("6f1d8a52-3c1e-5b7a-9a43-1f6e2d0c9b11")
@@ -280,12 +283,28 @@ class IngestPlan:
 PREPARED_KEPT = 64
 
 
-def prepare(path: Path, settings: Settings, embedder: Embedder) -> tuple[Paper, list[Chunk]]:
-    """Parse and chunk one file as ingest does; ParseError when nothing is left to index."""
-    from ..parser import parse_file  # PyMuPDF: imported when a file is parsed (reading commands never do)
+def parse_limits(settings: Settings) -> ParseLimits:
+    """The parser's limits of these settings (`parsing.*`)."""
+    from ..parser.bounded import ParseLimits  # PyMuPDF: imported when a file is parsed (reading commands never do)
 
-    limits = settings.parsing
-    paper = parse_file(path, max_pages=limits.max_pages, max_text_bytes=limits.max_text_bytes)
+    p = settings.parsing
+    return ParseLimits(
+        max_pages=p.max_pages,
+        max_text_bytes=p.max_text_bytes,
+        max_page_glyphs=p.max_page_glyphs,
+        max_page_paths=p.max_page_paths,
+        memory_mb=p.max_memory_mb,
+        page_seconds=p.page_seconds,
+        isolate=p.isolate,
+    )
+
+
+def prepare(path: Path, settings: Settings, embedder: Embedder) -> tuple[Paper, list[Chunk]]:
+    """Parse (in the parsing worker, within `parsing.*`) and chunk one file as ingest does; ParseError when nothing
+    is left to index."""
+    from ..parser.bounded import parse_bounded
+
+    paper = parse_bounded(path, parse_limits(settings))
     options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embedder.embed_documents)
     chunks = chunk_paper(paper, embedder.token_counter, settings.chunking.strategy, options)
     if not any(c.kind == "chunk" for c in chunks):
