@@ -135,3 +135,17 @@ def test_settings_carry_the_limits() -> None:
 
     limits = parse_limits(Settings(parsing={"max_page_glyphs": 5000, "max_memory_mb": 512, "page_seconds": 3}))
     assert (limits.max_page_glyphs, limits.memory_mb, limits.page_seconds, limits.isolate) == (5000, 512, 3.0, True)
+
+
+def test_the_worker_reads_a_paper_exactly_as_this_process_does() -> None:
+    """MuPDF's settings are the parser's own, whatever else a process imported (pymupdf4llm changes them when it is
+    imported, as PyMuPDF 2 does in this process and the worker does not): on this paper a heading and the
+    paragraphs' line boxes differ when they do."""
+    from tests.parser.test_devset import DEVSET
+
+    pdf = DEVSET / "pdfs" / "arxiv1906.08632_sgd_teacher_student.pdf"
+    if not pdf.is_file():
+        pytest.skip(f"the development set {DEVSET} is absent (it sits beside the repository)")
+    here = parse_bounded(pdf, ParseLimits(isolate=False))
+    there = parse_bounded(pdf, ParseLimits())
+    assert there.model_dump() == here.model_dump()
