@@ -24,13 +24,16 @@ Replies that behave like real local models and broken endpoints:
   request gets the same bytes: a body that never completes);
 - `Huge(chars)`: a reply of that many characters, whatever the request's max_tokens says.
 
-Waiting replies end when the client goes away or the server stops.
+Waiting replies end when the client goes away or the server stops; `gone` lists the requests whose client hung up
+while a `Hang` reply waited (a cancelled question closes its connection).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import select
+import socket
 import sys
 import threading
 import time
@@ -212,6 +215,7 @@ class ScriptedOpenAIServer:
         self.chunk_size = chunk_size
         self.requests: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.gone: list[int] = []  # requests whose client closed the connection while a Hang reply waited
         self._script = list(script)
         self._sent_calls: list[tuple[str, dict[str, Any] | str]] = []
         self._lock = threading.Lock()
@@ -351,6 +355,17 @@ def _usage(request: dict[str, Any], answer: _Answer) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
+def _closed(sock: Any) -> bool:
+    """True once the peer has closed the connection (it is readable, and reads as the end)."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 def _pieces(text: str, size: int) -> Iterator[str]:
     for start in range(0, len(text), size):
         yield text[start : start + size]
@@ -400,7 +415,12 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(answer, HTTPError):
             self._send_error(answer.status, answer.message, "scripted_error")
         elif isinstance(answer, Hang) or (isinstance(answer, Endless) and not request.get("stream")):
-            released.wait()  # until the server stops; the client's timeout ends the request on its side
+            # Until the server stops or the client goes away (its timeout, or a cancelled question).
+            while not released.wait(0.05):
+                if _closed(self.connection):
+                    with scripted._lock:
+                        scripted.gone.append(self._index)
+                    return
         elif isinstance(answer, Drop):
             self.close_connection = True  # no status line at all: the client sees the connection close
         elif isinstance(answer, EmptyBody):

@@ -4,6 +4,8 @@
   after it is cut; replies are capped at `llm.max_tokens`;
 - a question has a budget (`llm.question_budget`) that all its model calls share (`with model.question():`);
 - only connection errors and HTTP 5xx are retried (`llm.retries`, backoff doubling from `llm.backoff`);
+- a cancelled question (`cancel`, set by a server whose client hung up) makes no more calls, and the call under
+  way is cut (its connection is shut: deadline.py);
 - every failure becomes one `LLMError` naming the model and the endpoint. Once the endpoint has failed in a
   question, its later calls in that question fail at once, so a dead server costs one timeout, not one per call.
 
@@ -34,6 +36,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_openai import ChatOpenAI
 from pydantic import Field, PrivateAttr
 
+from ..cancellation import Cancellation
 from ..errors import LLMError
 from .deadline import deadline_passed
 from .llm import OPENAI_URL, one_line
@@ -54,6 +57,7 @@ class BoundedChatOpenAI(ChatOpenAI):
     keep_failures: bool = Field(
         False, description="Keep an endpoint failure across questions (a batch such as eval stops calling it)."
     )
+    cancel: Cancellation | None = Field(None, exclude=True, description="Set when the question is given up.")
 
     _deadline: float | None = PrivateAttr(default=None)
     _depth: int = PrivateAttr(default=0)
@@ -127,6 +131,7 @@ class BoundedChatOpenAI(ChatOpenAI):
                         )
                         return
                     yield chunk
+                    self._check_cancelled()
                     # A stall is the read timeout's job; a stream that never ends is cut here.
                     if time.monotonic() > ends:
                         reason = f"the reply was still streaming after {_seconds(timeout)}"
@@ -165,7 +170,9 @@ class BoundedChatOpenAI(ChatOpenAI):
         return result
 
     def _time_for_call(self) -> float:
-        """Seconds the next request may take, or an LLMError when the endpoint already failed or time is up."""
+        """Seconds the next request may take, or an LLMError when the endpoint already failed, time is up or the
+        question was cancelled."""
+        self._check_cancelled()
         if self._failure is not None:
             raise LLMError(self._failure.model, self._failure.endpoint, self._failure.kind, self._failure.reason)
         if self._deadline is None:
@@ -175,6 +182,10 @@ class BoundedChatOpenAI(ChatOpenAI):
             reason = f"the question's {_seconds(self.question_budget)} budget is spent"
             raise self._failed(self._error("budget", reason))
         return min(self.call_timeout, remaining)
+
+    def _check_cancelled(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise self._failed(self._error("cancelled", f"the question was cancelled ({self.cancel.reason})"))
 
     def _retry(self, error: LLMError, attempt: int) -> bool:
         """Wait and return True when `error` deserves another attempt."""
@@ -202,6 +213,8 @@ class BoundedChatOpenAI(ChatOpenAI):
 
         if isinstance(exc, LLMError):
             return exc
+        if self.cancel is not None and self.cancel.is_set():  # the connection was shut under the call
+            return self._error("cancelled", f"the question was cancelled ({self.cancel.reason})")
         if (late := deadline_passed(exc)) is not None:
             return self._error("timeout", str(late))
         if isinstance(exc, openai.APITimeoutError) or "timeout" in type(exc).__name__.lower():

@@ -19,6 +19,7 @@ from ..errors import LLMError
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from ..cancellation import Cancellation
     from .bounded import BoundedChatOpenAI
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -47,8 +48,9 @@ def _bounded(model: object) -> BoundedChatOpenAI | None:
     return model if module is not None and isinstance(model, module.BoundedChatOpenAI) else None
 
 
-def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:
-    """A bounded `ChatOpenAI` for the configured endpoint, or None when no model is configured."""
+def make_chat_model(settings: LLMSettings, cancel: Cancellation | None = None) -> BoundedChatOpenAI | None:
+    """A bounded `ChatOpenAI` for the configured endpoint, or None when no model is configured. With `cancel`, its
+    calls fail once that is set, and a call under way is cut."""
     if not settings.model:
         return None
     from .bounded import BoundedChatOpenAI
@@ -68,13 +70,14 @@ def make_chat_model(settings: LLMSettings) -> BoundedChatOpenAI | None:
         extra_body={"max_tokens": settings.max_tokens} if local else None,
         stream_usage=True,  # the agent streams its turns; token usage still counted
         timeout=settings.timeout,
-        http_client=bounded_http_client(settings.timeout),  # wall-clock limits, keep-alives or not
+        http_client=bounded_http_client(settings.timeout, cancel),  # wall-clock limits, keep-alives or not
         max_retries=0,  # retries are ours: only connection errors and 5xx, within the question's budget
         call_timeout=settings.timeout,
         question_budget=settings.question_budget,
         retries=settings.retries,
         backoff=settings.backoff,
         endpoint=endpoint,
+        cancel=cancel,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import socket
+import threading
 import time
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from langchain_core.language_models import BaseChatModel
 
 from paperscope.agent.llm import BoundedChatOpenAI, llm_failure, make_chat_model, question_scope
+from paperscope.cancellation import Cancellation
 from paperscope.config import LLMSettings
 from paperscope.errors import LLMError
 from tests.openai_server import (
@@ -165,3 +167,29 @@ def test_a_request_the_endpoint_refuses_does_not_mark_it_down() -> None:
         with question_scope(model):
             assert failure(model).kind == "rejected"
             assert llm_failure(model) is None and model.invoke("shorter").content == "fine"
+
+
+def cancelled_model(base_url: str) -> tuple[BoundedChatOpenAI, Cancellation]:
+    cancel = Cancellation()
+    model = make_chat_model(LLMSettings(model="scripted-model", base_url=base_url, timeout=60), cancel)
+    assert isinstance(model, BoundedChatOpenAI)
+    return model, cancel
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_cancelled_question_cuts_the_call_and_makes_no_more(stream: bool) -> None:
+    with ScriptedOpenAIServer([Hang(), Text("never asked")]) as server:
+        model, cancel = cancelled_model(server.base_url)
+        threading.Timer(0.5, cancel.set, args=("the client went away",)).start()
+        started = time.monotonic()
+        with question_scope(model):
+            cut = failure(model, stream=stream)  # the model hangs; its timeout is 60 s
+            took = time.monotonic() - started
+            again = failure(model)
+        deadline = time.monotonic() + 10
+        while not server.gone and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.gone == [0], "the model server sees the connection closed"
+    assert cut.kind == "cancelled" and cut.reason == "the question was cancelled (the client went away)"
+    assert took < 30  # ended by the cancel, not by the 60 s timeout
+    assert again.kind == "cancelled" and len(server.requests) == 1
