@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from paperscope.parser import parse_file
-from paperscope.service.page_images import render_page
+from paperscope.parser.page_image import render_page
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS: list[tuple[str, dict[str, int]]] = [

@@ -319,15 +319,57 @@ class ServiceSettings(_Part):
     )
     port: int = Field(8000, ge=0, le=65535, description="Port `paperscope serve` listens on (0: any free port).")
     api_key: SecretStr | None = Field(
-        None, description="Bearer key every /v1 route of the server asks for (PAPERSCOPE_API_KEY); unset = none."
+        None,
+        description="Bearer key every /v1 route of the server asks for (PAPERSCOPE_API_KEY); unset = none (loopback "
+        "only). A server on another address needs one of 16 characters or more.",
+    )
+    # NoDecode: the environment gives "a.example,b.example" as it is (else read as JSON), split below.
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names the server answers to besides its own address (on loopback: localhost, 127.0.0.1, "
+        "::1), e.g. the name a reverse proxy forwards; comma-separated or a list. Other names are refused (DNS "
+        "rebinding).",
+    )
+    allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Web origins (scheme://host[:port]) whose pages may call the API from a browser besides the "
+        "server's own page; comma-separated or a list. Browser requests from other sites are refused.",
     )
     max_upload_mb: float = Field(50.0, gt=0, le=4096, description="Largest file the server takes in an upload, in MB.")
+    max_body_mb: float = Field(
+        4.0, gt=0, le=1024, description="Largest request body other than an upload, in MB (refused before it is read)."
+    )
     uploads: Path | None = Field(
         None, description="Where the server keeps uploaded files (<sha256>/<name>); unset = $PAPERSCOPE_HOME/uploads."
     )
     workers: int = Field(
-        8, ge=1, le=64, description="Questions (chats, retrieves) the server answers at once; more wait their turn."
+        8,
+        ge=1,
+        le=64,
+        description="Questions (chats, and retrieves that call the model) the server answers at once; more wait "
+        "their turn.",
     )
+    read_workers: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="Reads (the papers list, chunks, retrieves without a model, removals) served at once, apart "
+        "from questions: a slow model never holds them up.",
+    )
+    render_workers: int = Field(
+        2, ge=1, le=16, description="Page images drawn at once, each in a worker process of its own."
+    )
+    render_seconds: float = Field(
+        20.0, gt=0, le=600, description="Seconds drawing one page image may take; a slower page is refused (422)."
+    )
+    render_memory_mb: int = Field(
+        1024, ge=256, description="Memory one page-drawing process may use, in MB; a page that needs more is refused."
+    )
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
 class Settings(BaseSettings):

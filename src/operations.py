@@ -20,6 +20,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from .agent.answer import Answer, TraceStep
     from .agent.pipeline import Progress
+    from .cancellation import Cancellation
     from .config import Settings
     from .rag.retrieval import Retrieval
     from .rag.store import PaperRecord, PaperStore
@@ -78,7 +79,9 @@ def validation_message(errors: Sequence[Any]) -> str:
     parts: list[str] = []
     for error in list(errors)[:3]:
         loc = [str(p) for p in error.get("loc", ())]
-        if loc and loc[0] in ("body", "query", "path", "header", "cookie"):  # where FastAPI found it
+        # FastAPI puts where it found the value first ("body", "query", ...); a model validated directly does not,
+        # and its own field may be called "query".
+        if len(loc) > 1 and loc[0] in ("body", "query", "path", "header", "cookie"):
             loc = loc[1:]
         field = ".".join(loc) or "body"
         if error.get("type") == "extra_forbidden":
@@ -203,16 +206,23 @@ def settings_request(options: QueryOptions) -> dict[str, Any]:
 # --- running them --------------------------------------------------------------------------------------------
 
 
-def retrieve(store: PaperStore, settings: Settings, request: RetrieveRequest) -> Retrieval:
-    """The ranked evidence for a question, routed as `ask` routes it (`paperscope retrieve`, POST /v1/retrieve)."""
+def needs_model(settings: Settings) -> bool:
+    """True when a retrieve with these settings calls the chat model (the llm reranker, query transforms)."""
+    return settings.retrieval.rerank == "llm" or bool(settings.retrieval.transforms)
+
+
+def retrieve(
+    store: PaperStore, settings: Settings, request: RetrieveRequest, *, cancel: Cancellation | None = None
+) -> Retrieval:
+    """The ranked evidence for a question, routed as `ask` routes it (`paperscope retrieve`, POST /v1/retrieve).
+    `cancel` stops its model calls once set."""
     from .agent.llm import make_chat_model, question_scope
     from .rag.engine import Engine
     from .rag.filters import SearchFilter
 
     doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
-    needs_model = settings.retrieval.rerank == "llm" or bool(settings.retrieval.transforms)
-    chat_model = make_chat_model(settings.llm) if needs_model else None
-    if needs_model and chat_model is None:
+    chat_model = make_chat_model(settings.llm, cancel) if needs_model(settings) else None
+    if needs_model(settings) and chat_model is None:
         wants = "--rerank llm needs" if settings.retrieval.rerank == "llm" else "query transforms need"
         raise ConfigError(f"{wants} a chat model: set PAPERSCOPE_LLM_MODEL and OPENAI_BASE_URL")
     engine = Engine(store, settings, chat_model)
@@ -230,16 +240,18 @@ def answer(
     on_token: Callable[[str], None] | None = None,
     on_step: Callable[[TraceStep], None] | None = None,
     on_progress: Progress | None = None,
+    cancel: Cancellation | None = None,
 ) -> Answer:
     """Answer a question: the agent when an LLM is configured, unless the request is single-shot (`no_agent`,
     or papers, sections or k fixed: hard limits the agent could not be held to).
 
     `on_token` receives the answer text as it is written, `on_step` each tool call of the agent as it ends,
-    `on_progress` (stage, detail) of the single-shot path.
+    `on_progress` (stage, detail) of the single-shot path; `cancel` stops the model calls once set (a client that
+    went away).
     """
     from .agent.llm import make_chat_model
 
-    chat_model = make_chat_model(settings.llm)
+    chat_model = make_chat_model(settings.llm, cancel)
     single = request.no_agent or request.scoped or not settings.agent.enable_agentic_rag or chat_model is None
     if not single:
         from .agent.searcher import AgenticSearcher  # the agent's graph (langgraph) only when the agent runs

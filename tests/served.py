@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,14 +66,21 @@ def clean_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, s
 
 
 @contextmanager
-def serve(home: Path, log: Path, env: Mapping[str, str] | None = None, key: str | None = None) -> Iterator[Served]:
-    """Run `paperscope serve --port 0` over `home` until the block ends."""
+def serve(
+    home: Path,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    key: str | None = None,
+    prefix: Sequence[str] = (),
+) -> Iterator[Served]:
+    """Run `paperscope serve --port 0` over `home` until the block ends; `prefix` runs it through another command
+    (one that execs it, so the process is the server's)."""
     extra = {**(env or {}), **({"PAPERSCOPE_API_KEY": key} if key else {})}
     record = home / "serve.json"
     record.unlink(missing_ok=True)
     with log.open("wb") as err:
         process = subprocess.Popen(
-            [str(PAPERSCOPE), "serve", "--port", "0"],
+            [*prefix, str(PAPERSCOPE), "serve", "--port", "0"],
             env=clean_env(home, extra),
             stdout=subprocess.DEVNULL,
             stderr=err,

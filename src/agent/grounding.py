@@ -329,9 +329,31 @@ def mark(answer: str, report: GroundingReport) -> str:
         if at < 0:
             continue
         end = at + len(claim.sentence)
-        note = f" (not in the sources: {', '.join(claim.missing)})"
-        out = out[:end] + note + out[end:]
+        out = out[:end] + " " + _note(claim) + out[end:]
     return out
+
+
+def _note(claim: UnsupportedClaim) -> str:
+    return f"(not in the sources: {', '.join(claim.missing)})"
+
+
+def unstreamed(streamed: str, final: str, report: GroundingReport | None) -> str:
+    """What a reader of `streamed` (the text as the model wrote it) lacks of the checked `final` answer: the marks
+    of unsupported sentences, which could not be streamed inline, one line each quoting its sentence (`(not in the
+    sources: 128; in: “A window of 128 tokens.”)`), then any text the check added after it (the sentences the
+    sources hold, given beside)."""
+    claims = report.unsupported if report is not None else []
+    lines = []
+    plain = final
+    for claim in claims:
+        plain = plain.replace(" " + _note(claim), "", 1)
+        if _note(claim) in streamed:
+            continue
+        sentence = claim.sentence if len(claim.sentence) <= 160 else claim.sentence[:159].rstrip() + "…"
+        lines.append(f"\n\n{_note(claim)[:-1]}; in: “{sentence}”)")
+    head, plain = streamed.strip(), plain.strip()
+    added = plain[len(head) :] if head and plain.startswith(head) else ""
+    return "".join(lines) + added
 
 
 def notes(report: GroundingReport) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
@@ -40,7 +41,7 @@ def serve(
     other commands reach them with --server URL (or PAPERSCOPE_SERVER).
     """
     quiet_backend_loggers()
-    from ..service.auth import check_bind
+    from ..service.gate import check_bind
     from ..settings_layers import load_layers
 
     try:
@@ -110,6 +111,8 @@ def _run(layered: Any, library: Any, listener: socket.socket, home: Path, url: s
 
     from ..service.app import create_app
 
+    web = create_app(layered, library=library)
+
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
@@ -123,16 +126,20 @@ def _run(layered: Any, library: Any, listener: socket.socket, home: Path, url: s
                 sys.stdout.flush()
 
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            web.state.stopping.set()  # streams under way end with an error event, not a cut (events.py)
             try:
                 await super().shutdown(sockets)  # the lifespan closes the stores: the lock is free after it
             finally:
                 remove_record(home)
 
     config = uvicorn.Config(
-        create_app(layered, library=library),
+        web,
         log_level="warning",
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
+    # uvicorn stops gracefully on SIGTERM as on Ctrl-C, then raises the signal again with the handler it found:
+    # make that Ctrl-C's, so a stopped server says so and exits 0 either way.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     Server(config).run(sockets=[listener])

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,6 +36,10 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.headers = dict(headers or {})
+
+
+class ClientGone(Exception):
+    """The client hung up before its answer was ready: nothing is sent back, nothing is logged."""
 
 
 class UnknownKnowledgeBase(ConfigError):
@@ -107,6 +111,9 @@ def install(app: FastAPI) -> None:
         errors = exc.errors() if isinstance(exc, ValidationError) else []
         return JSONResponse(error_body("invalid_request", validation_message(errors)), status_code=422)
 
+    async def on_gone(request: Request, exc: Exception) -> Response:
+        return Response(status_code=499)  # nginx's "client closed request": no one reads it
+
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
         if isinstance(exc.__cause__, ApiError):  # raised while FastAPI read the body (an upload over the limit)
@@ -120,6 +127,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(ValidationError, on_model)  # a model a route builds itself from the body
     app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(ClientGone, on_gone)
     app.add_middleware(Faults)
 
 

@@ -5,8 +5,13 @@ call of the agent as it ends: tool, args, results, seconds, error), `token` (a p
 already renumbered [n]), then always `answer` (the whole Answer object), or `error` (message, and the id of a
 server fault) when the question could not be answered. `event_stream` turns emitted events into the
 `text/event-stream` body of POST /v1/chat (`data: <json>` lines, then `data: [DONE]`); the OpenAI-compatible
-route reads the same events. A client that goes away stops the reading, not the server: the question finishes
-in its thread and its remaining events are dropped.
+route reads the same events. A text streamed as the model wrote it is followed by what the grounding check put in
+the final answer after it was written: the marks of unsupported sentences (`(not in the sources: ...)`), and the
+sentences the sources hold when the figures asked for are not supported.
+
+A client that goes away cancels its question: the model is called no more and the call under way is cut (its
+remaining events are dropped). A server that is stopping gives a stream STOP_GRACE seconds to end, then ends it
+with an `error` event (`server_stopping`) and `[DONE]`, never silently.
 """
 
 from __future__ import annotations
@@ -14,31 +19,41 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from typing import Any
 
 from ..agent.answer import Answer, TraceStep
+from ..agent.grounding import unstreamed
+from ..cancellation import Cancellation
 from ..config import Settings
 from ..operations import AskRequest, answer
 from ..rag.store import PaperStore
 from .errors import classify, fault
+from .state import STOP_GRACE, STOPPING_MESSAGE
 
 Event = dict[str, Any]
 Emit = Callable[[Event], None]
 _END: Event = {"type": "_end"}
+STOPPING: Event = {"type": "error", "code": "server_stopping", "message": STOPPING_MESSAGE}
 
 
 def answer_events(
-    store: PaperStore, settings: Settings, request: AskRequest, history: list[Answer], emit: Emit
+    store: PaperStore,
+    settings: Settings,
+    request: AskRequest,
+    history: list[Answer],
+    emit: Emit,
+    cancel: Cancellation | None = None,
 ) -> Answer | None:
-    """Answer `request`, emitting its events (see the module docstring); the Answer, or None after an error event."""
-    streamed = False
+    """Answer `request`, emitting its events (see the module docstring); the Answer, or None after an error event.
+    `cancel` stops its model calls once set."""
+    pieces: list[str] = []
 
     def on_token(piece: str) -> None:
-        nonlocal streamed
         if piece:
-            streamed = True
+            pieces.append(piece)
             emit({"type": "token", "text": piece})
 
     def on_step(step: TraceStep) -> None:
@@ -59,13 +74,22 @@ def answer_events(
 
     try:
         result = answer(
-            store, settings, request, history=history, on_token=on_token, on_step=on_step, on_progress=on_progress
+            store,
+            settings,
+            request,
+            history=history,
+            on_token=on_token,
+            on_step=on_step,
+            on_progress=on_progress,
+            cancel=cancel,
         )
     except Exception as exc:
         emit(error_event(exc, "POST /v1/chat (stream)"))
         return None
-    if not streamed:  # an extracted answer is written at once: it arrives as one piece, marked so
+    if not pieces:  # an extracted answer is written at once: it arrives as one piece, marked so
         emit({"type": "token", "text": result.answer, "whole": True})
+    elif tail := unstreamed("".join(pieces), result.answer, result.grounding):
+        emit({"type": "token", "text": tail})
     emit({"type": "answer", "answer": result.model_dump(mode="json")})
     return result
 
@@ -79,8 +103,15 @@ def error_event(exc: BaseException, where: str) -> Event:
     return {"type": "error", "code": "internal", "message": message, "id": error_id}
 
 
-async def run_streaming(work: Callable[[Emit], None], executor: Executor) -> AsyncIterator[Event]:
-    """Run `work(emit)` in `executor` and yield what it emits as it does, until it returns."""
+async def run_streaming(
+    work: Callable[[Emit], None],
+    executor: Executor,
+    cancel: Cancellation,
+    stopping: threading.Event | None = None,
+) -> AsyncIterator[Event]:
+    """Run `work(emit)` in `executor` and yield what it emits as it does, until it returns. When the reader stops
+    (the client went away) `cancel` is set; when `stopping` is set, the work has STOP_GRACE seconds before the
+    stream ends with the `server_stopping` error (and `cancel` is set)."""
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[Event] = asyncio.Queue()
     gone = threading.Event()  # the reader stopped (the client went away): drop the rest
@@ -98,15 +129,27 @@ async def run_streaming(work: Callable[[Emit], None], executor: Executor) -> Asy
             emit(_END)
 
     future = loop.run_in_executor(executor, run)
+    stop_seen: float | None = None
     try:
         while True:
-            event = await events.get()
+            if stopping is not None and stopping.is_set():
+                stop_seen = stop_seen or time.monotonic()
+                if time.monotonic() - stop_seen >= STOP_GRACE:
+                    cancel.set("the server is stopping")
+                    yield STOPPING
+                    break
+            try:
+                event = await asyncio.wait_for(events.get(), timeout=0.25)
+            except TimeoutError:
+                continue
             if event is _END:
                 break
             yield event
     finally:
         gone.set()
-        if future.done():
+        if not future.done():
+            cancel.set("the client went away")
+        else:
             future.result()
 
 
@@ -116,8 +159,10 @@ def sse(event: Event | str) -> bytes:
     return f"data: {data}\n\n".encode()
 
 
-async def event_stream(work: Callable[[Emit], None], executor: Executor) -> AsyncIterator[bytes]:
+async def event_stream(
+    work: Callable[[Emit], None], executor: Executor, cancel: Cancellation, stopping: threading.Event | None = None
+) -> AsyncIterator[bytes]:
     """The text/event-stream body of POST /v1/chat: every event, then `data: [DONE]`."""
-    async for event in run_streaming(work, executor):
+    async for event in run_streaming(work, executor, cancel, stopping):
         yield sse(event)
     yield sse("[DONE]")

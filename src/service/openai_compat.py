@@ -17,17 +17,18 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..agent.answer import Answer
+from ..cancellation import Cancellation
 from ..chat import pages_label
-from ..operations import AskRequest, QueryOptions, answer, settings_request
+from ..operations import AskRequest, QueryOptions, answer
 from .errors import ApiError
 from .events import Emit, answer_events, run_streaming, sse
 from .history import HistoryMessage, history_answers
-from .routes.questions import NO_BUFFERING
+from .routes.questions import NO_BUFFERING, request_settings
 from .state import ServiceDep
 
 router = APIRouter(tags=["openai"])
@@ -83,7 +84,7 @@ async def models(service: ServiceDep) -> dict[str, Any]:
     summary="OpenAI-compatible chat completion",
     responses={200: {"content": {"text/event-stream": {}}, "description": "A completion, or its chunk stream."}},
 )
-async def completions(service: ServiceDep, body: CompletionRequest) -> Any:
+async def completions(service: ServiceDep, request: Request, body: CompletionRequest) -> Any:
     """An OpenAI chat completion (or chunk stream) whose text is the answer and its sources."""
     kb = _kb_of(body.model)
     last = body.messages[-1]
@@ -91,21 +92,23 @@ async def completions(service: ServiceDep, body: CompletionRequest) -> Any:
         raise ApiError(400, "invalid_request", "messages: the last message must be the user's question, in text")
     options = body.paperscope.model_dump(exclude_none=True) if body.paperscope else {}
     ask = AskRequest.model_validate({"kb": kb, **options, "query": last.text})
-    target = service.library.get(ask.kb)
-    settings = target.settings(settings_request(ask))
+    target, settings = request_settings(service, ask)
     earlier = [
         HistoryMessage(role=m.role, content=m.text) for m in body.messages[:-1] if m.role in ("user", "assistant")
     ]
     history = await service.run(history_answers, target.store, earlier) if earlier else []
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     if not body.stream:
-        result = await service.run(answer, target.store, settings, ask, history=history)
+        result = await service.ask(
+            request, lambda cancel: answer(target.store, settings, ask, history=history, cancel=cancel)
+        )
         return completion(completion_id, body.model, result)
+    cancel = Cancellation()
 
     def work(emit: Emit) -> None:
-        answer_events(target.store, settings, ask, history, emit)
+        answer_events(target.store, settings, ask, history, emit, cancel)
 
-    chunks = _chunks(completion_id, body.model, run_streaming(work, service.pool))
+    chunks = _chunks(completion_id, body.model, run_streaming(work, service.answers, cancel, service.stopping))
     return StreamingResponse(chunks, media_type="text/event-stream", headers=NO_BUFFERING)
 
 

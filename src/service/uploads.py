@@ -1,17 +1,18 @@
 """Uploaded files: checked at the door, kept under `<uploads>/<sha256>/<name>`.
 
-Kept by content, so the same bytes uploaded again land on the same path (their ingest is `unchanged`), and the
-file stays where page rendering can find it later. Refused before anything is stored: a name with path parts
-(`../x.pdf`, `a/b.pdf`), a kind paperscope does not read (by suffix, by declared content type: 415), bytes that
-are not what the name says (a `.pdf` must start like a PDF, a text file must be UTF-8 without NUL bytes), and a
-file over `service.max_upload_mb` (413), counted as it streams in (`UploadLimit` refuses an announced larger
-body before reading it).
+Kept by content: the same bytes uploaded again, under any name, are kept once, at the path of their first
+upload (their ingest is `unchanged`), where page rendering finds them later. Refused before anything is stored:
+a name with path parts (`../x.pdf`, `a/b.pdf`), a kind paperscope does not read (by suffix, by declared content
+type: 415), bytes that are not what the name says (a `.pdf` must start like a PDF, a text file must be UTF-8
+without NUL bytes), and a file over `service.max_upload_mb` (413), counted as it streams in (gate.py refuses a
+larger body before the route reads it). A disk with no room left is a 507 saying so.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import hashlib
 import os
 import uuid
@@ -19,15 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from ..parser.files import PDF_SUFFIXES, SUPPORTED
-from .errors import ApiError, error_body
+from .errors import ApiError
+from .gate import too_large
 
 BLOCK = 1 << 20
 PDF_MAGIC = b"%PDF-"
 PDF_HEADER_WINDOW = 1024  # readers accept the header anywhere in the first 1024 bytes
-MULTIPART_SLACK = 64 * 1024  # bytes of a multipart body that are not the file (boundaries, other fields)
 #: Declared content types an upload may carry; clients often say octet-stream for anything.
 CONTENT_TYPES = {
     "",
@@ -46,16 +45,6 @@ class Stored:
     path: Path
     sha256: str
     size: int
-
-
-def too_large(limit_bytes: int) -> ApiError:
-    return ApiError(
-        413, "too_large", f"the file is larger than the server takes ({_mb(limit_bytes)} MB, service.max_upload_mb)"
-    )
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1_000_000:g}"
 
 
 def check_name(name: str | None) -> str:
@@ -105,13 +94,13 @@ def check_head(name: str, head: bytes) -> None:
 
 def store_upload(source: BinaryIO, name: str, root: Path, limit_bytes: int) -> Stored:
     """Copy an upload to `root/<sha256>/<name>`, checking its size and first bytes as it streams; ApiError if
-    bad (nothing is kept then)."""
+    bad, or when the server cannot keep it (507 for a full disk; nothing is kept then)."""
     incoming = root / ".incoming"
-    incoming.mkdir(parents=True, exist_ok=True)
     tmp = incoming / uuid.uuid4().hex
     digest = hashlib.sha256()
     size = 0
     try:
+        incoming.mkdir(parents=True, exist_ok=True)
         with tmp.open("wb") as out:
             head = source.read(max(PDF_HEADER_WINDOW, 4096))
             if not head:
@@ -126,17 +115,38 @@ def store_upload(source: BinaryIO, name: str, root: Path, limit_bytes: int) -> S
                 out.write(block)
                 block = source.read(BLOCK)
         sha = digest.hexdigest()
-        final = root / sha / name
-        final.parent.mkdir(parents=True, exist_ok=True)
-        if final.is_file():
+        folder = root / sha
+        folder.mkdir(parents=True, exist_ok=True)
+        kept = next((f for f in sorted(folder.iterdir()) if f.is_file()), None)
+        if kept is not None:  # these bytes are here already, under their first name
             tmp.unlink()
-        else:
-            os.replace(tmp, final)
+            return Stored(kept, sha, size)
+        final = folder / name
+        os.replace(tmp, final)
         return Stored(final, sha, size)
+    except OSError as exc:
+        _forget(tmp)
+        raise cannot_store(name, exc) from exc
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        _forget(tmp)
         raise
+
+
+def _forget(tmp: Path) -> None:
+    with contextlib.suppress(OSError):
+        tmp.unlink()
+
+
+#: Errors of a disk that has no room left for the upload (507 Insufficient Storage).
+NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def cannot_store(name: str, exc: OSError) -> ApiError:
+    """The answer to an upload the server could not write: the reason in words, no path of the server's."""
+    why = exc.strerror or type(exc).__name__
+    if exc.errno in NO_ROOM:
+        return ApiError(507, "insufficient_storage", f"{name}: the server has no room to keep the upload ({why})")
+    return ApiError(500, "storage_failed", f"{name}: the server could not keep the upload ({why})")
 
 
 def remove_uploads(root: Path, sha256: str) -> None:
@@ -149,59 +159,3 @@ def remove_uploads(root: Path, sha256: str) -> None:
             file.unlink()
     with contextlib.suppress(OSError):
         folder.rmdir()
-
-
-class UploadLimit:
-    """ASGI middleware: a POST to `path` with a body over `limit_bytes` (plus multipart slack) is refused with 413,
-    without storing it: at once when its Content-Length says so, else as soon as it has sent that much. The rest of
-    the body is read and dropped (up to DRAIN_CAP) so that the client, still sending, hears the answer."""
-
-    def __init__(self, app: ASGIApp, path: str, limit_bytes: int) -> None:
-        self.app = app
-        self.path = path
-        self.limit = limit_bytes + MULTIPART_SLACK
-        self.file_limit = limit_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != self.path:
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length", b"").decode("latin-1")
-        if length.isdigit() and int(length) > self.limit:
-            from fastapi.responses import JSONResponse
-
-            await _drain(receive)
-            error = too_large(self.file_limit)
-            response = JSONResponse(error_body(error.code, error.message), status_code=413)
-            await response(scope, receive, send)
-            return
-        seen = 0
-
-        async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    if message.get("more_body", False):
-                        await _drain(receive)
-                    raise too_large(self.file_limit)
-            return message
-
-        await self.app(scope, counted, send)
-
-
-DRAIN_CAP = 256 * 1024 * 1024  # bytes of a refused body read and dropped; past that the connection is closed
-
-
-async def _drain(receive: Receive) -> None:
-    """Read and drop the rest of a request body (up to DRAIN_CAP)."""
-    budget = DRAIN_CAP
-    while budget > 0:
-        message = await receive()
-        if message["type"] != "http.request":
-            return
-        budget -= len(message.get("body", b""))
-        if not message.get("more_body", False):
-            return

@@ -7,22 +7,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
 
 from paperscope.rag.embeddings import CachedEmbedder
-from tests.openai_server import ScriptedOpenAIServer
+from tests.openai_server import Reply, ScriptedOpenAIServer, ToolCalls
 from tests.served import PRELOADED, Served, make_home, serve, sse_events
-from tests.test_e2e_agent import CITE, track_a_script
+from tests.test_e2e_agent import CITE, last_tool_result, track_a_script
 
 QUESTION = "How many queries was FlashRank trained on?"
 TOOLS = ["search_abstracts", "search_by_section", "get_context_window"]
 
 
+def fabricated_script() -> list[Reply]:
+    """The Track A run, with a finish whose figure no source holds (the paper says 1.2 million)."""
+
+    def finish(request: dict[str, Any]) -> Reply:
+        ids = CITE.findall(last_tool_result(request))[:1]
+        return ToolCalls([("finish", {"answer": f"FlashRank labels 3.5 million queries [{ids[0]}].", "sources": ids})])
+
+    return [*track_a_script("FlashRank")[:-1], finish]
+
+
 @pytest.fixture(scope="module")
 def model() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(track_a_script("FlashRank") * 2) as scripted:
+    with ScriptedOpenAIServer(track_a_script("FlashRank") * 2 + fabricated_script()) as scripted:
         yield scripted
 
 
@@ -83,4 +94,20 @@ def test_an_openai_client_streams_the_agents_answer(agent_server: Served, model:
     )
     answer = (chunks[-1].model_extra or {})["paperscope"]
     assert answer["mode"] == "agent" and [t["tool"] for t in answer["trace"]] == TOOLS
+    assert model.errors == [] and model.remaining == len(fabricated_script())
+
+
+def test_a_streamed_answer_carries_the_marks_of_its_unsupported_figures(
+    agent_server: Served, model: ScriptedOpenAIServer
+) -> None:
+    with (
+        agent_server.client() as http,
+        http.stream("POST", "/v1/chat", json={"query": QUESTION, "stream": True}) as response,
+    ):
+        events = sse_events(response)
+    answer = events[-2]["answer"]
+    assert "3.5 million queries [1]. (not in the sources: 3.5 million)" in answer["answer"]
+    streamed = "".join(e["text"] for e in events[:-2] if e["type"] == "token")
+    # Written before the check, the text could not carry the mark inline: it follows, naming its sentence.
+    assert "(not in the sources: 3.5 million; in: “FlashRank labels 3.5 million queries [1].”)" in streamed
     assert model.errors == [] and model.remaining == 0

@@ -11,10 +11,11 @@ import pymupdf
 import pytest
 
 from paperscope.parser import parse_file
+from paperscope.parser.page_image import MAX_PIXELS, PageImageError, render_page
 from paperscope.rag.ingest import file_sha256
 from paperscope.rag.store import PaperRecord
 from paperscope.service.errors import ApiError
-from paperscope.service.page_images import MAX_PIXELS, chunk_rects, find_pdf, render_page
+from paperscope.service.page_images import chunk_rects, find_pdf
 
 Rect = tuple[float, float, float, float]
 
@@ -73,20 +74,20 @@ def test_a_width_scales_the_page_and_boxes_follow(sample_pdfs: dict[str, Path]) 
 
 def test_pages_out_of_range_and_oversized_images_are_refused(sample_pdfs: dict[str, Path]) -> None:
     pdf = sample_pdfs["flashrank"]
-    with pytest.raises(ApiError, match=r"flashrank.pdf has pages 1\.\.\d+; there is no page 99") as missing:
+    with pytest.raises(PageImageError, match=r"flashrank.pdf has pages 1\.\.\d+; there is no page 99") as missing:
         render_page(pdf, 99)
-    assert missing.value.status == 404 and missing.value.code == "unknown_page"
-    with pytest.raises(ApiError, match=f"over {MAX_PIXELS:,}; ask a lower dpi or width") as big:
+    assert missing.value.problem == "unknown_page"
+    with pytest.raises(PageImageError, match=f"over {MAX_PIXELS:,}; ask a lower dpi or width") as big:
         render_page(pdf, 1, width=100_000)
-    assert big.value.status == 400
+    assert big.value.problem == "too_large"
 
 
 def test_a_file_that_is_no_pdf_any_more_is_gone(tmp_path: Path) -> None:
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 50)
-    with pytest.raises(ApiError, match=r"broken\.pdf: cannot be opened as a PDF any more") as gone:
+    with pytest.raises(PageImageError, match=r"broken\.pdf: cannot be opened as a PDF any more") as gone:
         render_page(broken, 1)
-    assert gone.value.status == 410 and gone.value.code == "pdf_gone"
+    assert gone.value.problem == "unreadable"
 
 
 def record_of(*sources: Path, sha256: str) -> PaperRecord:

@@ -196,6 +196,26 @@ def test_text_from_papers_and_questions_is_shown_as_text(browser: WebDriver, ser
             http.delete(f"/v1/documents/{job['doc_id']}")
 
 
+def test_bidi_overrides_in_a_title_are_shown_not_obeyed(browser: WebDriver, server: Served, tmp_path: Path) -> None:
+    """A right-to-left override would show "Invoice gnp.exe" as "Invoice exe.png": the page shows its escape, as the
+    terminal does."""
+    paper = tmp_path / "bidi.md"
+    paper.write_text("# Invoice \u202egnp.exe of Seed Catalogues\n\n## Orders\n\nSeed catalogues list orders.\n")
+    with server.client() as http, paper.open("rb") as fh:
+        job = wait_job(
+            http, http.post("/v1/documents", files={"file": ("bidi.md", fh, "text/markdown")}).json()["job_id"]
+        )
+    assert job["state"] == "done", job
+    try:
+        open_with_key(browser, server, "/")
+        wait(browser, lambda d: "Seed Catalogues" in d.find_element(By.ID, "paper-list").text, "the papers list")
+        assert "Invoice \\u202egnp.exe of Seed Catalogues" in browser.find_element(By.ID, "paper-list").text
+        assert "\u202e" not in browser.page_source
+    finally:
+        with server.client() as http:
+            http.delete(f"/v1/documents/{job['doc_id']}")
+
+
 def test_upload_follows_the_job_and_remove_takes_the_paper_away(
     browser: WebDriver, server: Served, sample_pdfs: dict[str, Path], tmp_path: Path
 ) -> None:

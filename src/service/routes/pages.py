@@ -1,31 +1,47 @@
-"""Page images: GET /v1/documents/{doc_id}/pages/{n}.png, a page of the paper's PDF with a chunk's boxes drawn."""
+"""Page images: GET /v1/documents/{doc_id}/pages/{n}.png, a page of the paper's PDF with a chunk's boxes drawn.
+
+The page is drawn in a worker process (`Service.renderer`), within `service.render_seconds` and
+`service.render_memory_mb`: MuPDF holds the GIL while it draws, and a page of a million paths takes minutes. A
+client that hangs up stops its drawing.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from pathlib import Path as FilePath
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
-from ..errors import ApiError
-from ..page_images import (
+from ...isolation import Cancelled, Crashed, OverMemory, OverTime
+from ...parser.page_image import (
     DEFAULT_DPI,
     MAX_DPI,
     MAX_WIDTH,
     MIN_DPI,
     MIN_WIDTH,
     PageImage,
-    chunk_rects,
-    find_pdf,
+    PageImageError,
+    Rect,
     render_page,
 )
-from ..state import ServiceDep
+from ..errors import ApiError, ClientGone
+from ..page_images import chunk_rects, find_pdf
+from ..state import Service, ServiceDep, abandon, watch_client
 from .documents import DocId, KbQuery, find_paper
 
 router = APIRouter(tags=["documents"])
 
 #: The paper's bytes never change under its doc_id (it is their hash): a browser may keep the image.
 CACHE = "private, max-age=3600"
+#: How a page that cannot be drawn is answered.
+PROBLEMS = {
+    "unreadable": (410, "pdf_gone"),
+    "unknown_page": (404, "unknown_page"),
+    "too_large": (400, "invalid_option"),
+}
 
 
 @router.get(
@@ -36,6 +52,7 @@ CACHE = "private, max-age=3600"
 )
 async def page_image(
     service: ServiceDep,
+    request: Request,
     doc_id: DocId,
     page: Annotated[int, Path(ge=1, le=100_000, description="The page, 1-based.")],
     chunk: Annotated[
@@ -51,18 +68,18 @@ async def page_image(
 ) -> Response:
     """Page `page` of the paper's PDF as PNG; with `chunk`, the boxes of the lines that chunk came from drawn over
     it (headers `X-Paperscope-Boxes`: how many lie on this page; `X-Paperscope-Scale`: pixels per PDF point).
-    410 when the PDF is no longer on disk."""
+    410 when the PDF is no longer on disk; 422 when the page takes longer to draw than the server allows."""
     if dpi is not None and width is not None:
         raise ApiError(400, "invalid_option", "dpi and width: give one of them, not both")
     target = service.library.get(kb)
 
-    def render() -> tuple[PageImage, int]:
+    def locate() -> tuple[FilePath, list[Rect]]:
         record = find_paper(target, doc_id, ready=True)
         if record.pages and page > record.pages:
             raise ApiError(
                 404, "unknown_page", f"paper {record.doc_id} has pages 1..{record.pages}; there is no page {page}"
             )
-        rects: list[tuple[float, float, float, float]] = []
+        rects: list[Rect] = []
         if chunk is not None:
             found = [c for c in target.store.get_context_window(record.doc_id, chunk, 0) if c.chunk_index == chunk]
             if not found:
@@ -70,8 +87,67 @@ async def page_image(
                     404, "unknown_chunk", f"paper {record.doc_id} has no chunk {chunk} (it has {record.n_chunks})"
                 )
             rects = chunk_rects(found[0].metadata or {}, page)
-        return render_page(find_pdf(record), page, dpi=dpi, width=width, rects=rects), len(rects)
+        return find_pdf(record), rects
 
-    image, drawn = await service.run(render)
-    headers = {"Cache-Control": CACHE, "X-Paperscope-Boxes": str(drawn), "X-Paperscope-Scale": f"{image.scale:.6g}"}
+    path, rects = await service.run(locate)
+    image = await draw(service, request, path, page, dpi=dpi, width=width, rects=rects)
+    headers = {
+        "Cache-Control": CACHE,
+        "X-Paperscope-Boxes": str(len(rects)),
+        "X-Paperscope-Scale": f"{image.scale:.6g}",
+    }
     return Response(image.png, media_type="image/png", headers=headers)
+
+
+async def draw(
+    service: Service,
+    request: Request,
+    path: FilePath,
+    page: int,
+    *,
+    dpi: int | None,
+    width: int | None,
+    rects: list[Rect],
+) -> PageImage:
+    """`render_page` in a worker process, given up (the worker stopped) when the client hangs up."""
+    limits = service.settings.service
+    cancel = threading.Event()
+    work = asyncio.ensure_future(
+        service.renderer.acall(
+            render_page, path, page, dpi=dpi, width=width, rects=rects, seconds=limits.render_seconds, cancel=cancel
+        )
+    )
+    gone = watch_client(request, cancel)
+    try:
+        done, _ = await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if work not in done:
+            raise ClientGone()
+        return work.result()
+    except PageImageError as exc:
+        status, code = PROBLEMS[exc.problem]
+        raise ApiError(status, code, str(exc)) from exc
+    except OverTime as exc:
+        raise ApiError(
+            422,
+            "page_too_complex",
+            f"page {page} of {path.name} takes longer than {limits.render_seconds:g} s to draw "
+            "(service.render_seconds)",
+        ) from exc
+    except OverMemory as exc:
+        raise ApiError(
+            422,
+            "page_too_complex",
+            f"page {page} of {path.name} needs more than {limits.render_memory_mb} MB to draw "
+            "(service.render_memory_mb); ask a lower dpi or width",
+        ) from exc
+    except Crashed as exc:
+        raise ApiError(
+            422, "page_unreadable", f"page {page} of {path.name}: the PDF reader crashed drawing it"
+        ) from exc
+    except Cancelled as exc:
+        raise ClientGone() from exc
+    finally:
+        gone.cancel()
+        cancel.set()  # a no-op once the page is drawn; stops the worker when this request was cancelled
+        if not work.done():  # it ends as Cancelled, which no one waits for: not a fault to log
+            abandon(work)

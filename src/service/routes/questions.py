@@ -1,15 +1,32 @@
-"""Questions: retrieve (the ranked evidence) and chat (an answer, whole or as an event stream)."""
+"""Questions: retrieve (the ranked evidence) and chat (an answer, whole or as an event stream).
+
+A question that may call the chat model runs in the question pool and is cancelled when its client hangs up
+(`Service.ask`); one that cannot (a retrieve without transforms or the llm reranker) runs with the reads. A
+request picks among the server's operators by name; what reaches outside the server (a rerank endpoint, a model
+path) comes from its settings only, never from a request (`request_settings`).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
+from ...cancellation import Cancellation
 from ...config import Settings
-from ...operations import AskRequest, RetrieveRequest, answer, resolve_papers, retrieve, settings_request
+from ...operations import (
+    AskRequest,
+    QueryOptions,
+    RetrieveRequest,
+    answer,
+    needs_model,
+    resolve_papers,
+    retrieve,
+    settings_request,
+)
+from ..errors import ApiError
 from ..events import Emit, answer_events, event_stream
 from ..history import HistoryMessage, history_answers
 from ..library import KnowledgeBase
@@ -28,11 +45,14 @@ class ChatRequest(AskRequest):
 
 
 @router.post("/v1/retrieve", summary="The ranked evidence for a question")
-async def retrieve_route(service: ServiceDep, body: RetrieveRequest) -> dict[str, Any]:
+async def retrieve_route(service: ServiceDep, request: Request, body: RetrieveRequest) -> dict[str, Any]:
     """What `paperscope retrieve --json` prints: the hits (citation, paper, section, pages, score, text), the
     track, notes, models and the operators that ran."""
-    target, settings = _prepare(service, body)
-    found = await service.run(retrieve, target.store, settings, body)
+    target, settings = request_settings(service, body)
+    if needs_model(settings):
+        found = await service.ask(request, lambda cancel: retrieve(target.store, settings, body, cancel=cancel))
+    else:
+        found = await service.run(retrieve, target.store, settings, body)
     return found.response()
 
 
@@ -41,30 +61,44 @@ async def retrieve_route(service: ServiceDep, body: RetrieveRequest) -> dict[str
     summary="Answer a question, with history",
     responses={200: {"content": {"text/event-stream": {}}, "description": "The Answer, or its event stream."}},
 )
-async def chat(service: ServiceDep, body: ChatRequest) -> Any:
+async def chat(service: ServiceDep, request: Request, body: ChatRequest) -> Any:
     """The Answer object (as `paperscope ask --json`); with `stream`, a text/event-stream of `data:` events
     (progress, tool, token, then answer) ending with `data: [DONE]`."""
-    target, settings = _prepare(service, body)
+    target, settings = request_settings(service, body)
     if body.paper:  # unknown papers are a 4xx before any answer starts, not an error event in a stream
         papers = await service.run(resolve_papers, target.store, body.paper, target.name, "paper")
         body = body.model_copy(update={"paper": papers})
     ask = AskRequest.model_validate(body.model_dump(exclude={"history", "stream"}))
     history = await service.run(history_answers, target.store, body.history) if body.history else []
     if not body.stream:
-        result = await service.run(answer, target.store, settings, ask, history=history)
+        result = await service.ask(
+            request, lambda cancel: answer(target.store, settings, ask, history=history, cancel=cancel)
+        )
         return result.model_dump(mode="json")
+    cancel = Cancellation()
 
     def work(emit: Emit) -> None:
-        answer_events(target.store, settings, ask, history, emit)
+        answer_events(target.store, settings, ask, history, emit, cancel)
 
-    return StreamingResponse(event_stream(work, service.pool), media_type="text/event-stream", headers=NO_BUFFERING)
+    stream = event_stream(work, service.answers, cancel, service.stopping)
+    return StreamingResponse(stream, media_type="text/event-stream", headers=NO_BUFFERING)
 
 
 #: Proxies (nginx) must pass each event on as it comes.
 NO_BUFFERING = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def _prepare(service: Service, body: AskRequest | RetrieveRequest) -> tuple[KnowledgeBase, Settings]:
+def request_settings(service: Service, body: QueryOptions) -> tuple[KnowledgeBase, Settings]:
     """The knowledge base a request names and its settings with the request's options (4xx when bad)."""
     target = service.library.get(body.kb)
+    if body.rerank is not None:
+        own = target.settings().retrieval.rerank
+        if body.rerank.strip().lower() != "llm" and body.rerank.strip() != (own or "").strip():
+            configured = f"its own reranker {own!r} or 'llm'" if own else "'llm'"
+            raise ApiError(
+                400,
+                "invalid_option",
+                f"rerank: a request may name {configured}; rerank endpoints and model paths come from the server's "
+                "settings (retrieval.rerank), never from a request",
+            )
     return target, target.settings(settings_request(body))

@@ -3,6 +3,8 @@ uploads refused at the door, a chunk with its neighbours, removing a paper."""
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.hostile_pdfs import text_bomb
+from tests.memory import peak_mb, reset_peak, rss_mb
 from tests.served import Served, upload, wait_job
+from tests.service.conftest import PARSE_MEMORY_MB
 
 
 @pytest.fixture
@@ -35,13 +40,14 @@ def test_upload_runs_a_job_and_the_paper_is_listed(
     paper = listed[sample_pdf_ids["quantkv"]]
     assert paper["status"] == "ready" and paper["title"].startswith("QuantKV")
     assert set(paper) == {
-        "doc_id", "title", "authors", "year", "pages", "n_chunks", "status", "source", "aliases", "enrichments"
+        "doc_id", "title", "authors", "year", "pages", "n_chunks", "planned_chunks", "status", "source", "aliases",
+        "enrichments",
     }  # fmt: skip
     # The same bytes again, under another name: idempotent, nothing written.
     again = wait_job(http, upload(http, sample_pdfs["quantkv"], name="renamed.pdf").json()["job_id"])
     assert again["state"] == "done" and again["status"] == "unchanged" and again["result"]["chunks"] == 0
     kept = sorted(p.name for p in (server.home / "uploads").glob("*/*") if p.parent.name != ".incoming")
-    assert "quantkv.pdf" in kept and "renamed.pdf" in kept  # kept by content: <sha256>/<name>
+    assert "quantkv.pdf" in kept and "renamed.pdf" not in kept  # kept once by content, under its first name
     assert len({p.parent for p in (server.home / "uploads").glob("*/quantkv.pdf")}) == 1
     assert [j["job_id"] for j in http.get("/v1/jobs").json()[:2]] == [again["job_id"], job["job_id"]]
 
@@ -157,3 +163,49 @@ def test_an_upload_to_a_new_knowledge_base_creates_it(
     found = http.post("/v1/retrieve", json={"query": "What does HyDRA generate?", "kb": "other"}).json()
     assert found["hits"] and {h["doc_id"] for h in found["hits"]} == {sample_pdf_ids["hydra"]}
     assert "paperscope:other" in [m["id"] for m in http.get("/v1/models").json()["data"]]
+
+
+def test_a_pdf_that_inflates_to_gigabytes_fails_alone_and_the_server_stays_small(
+    hostile: Served, tmp_path: Path
+) -> None:
+    """A 30 KB PDF whose one page holds 10 MB of text operators (2.6 GB once MuPDF reads it), on a server whose
+    page count is set past it: the parsing worker's memory cap is what stands."""
+    bomb = text_bomb(tmp_path / "bomb.pdf", 10)
+    pid = hostile.process.pid
+    with hostile.client() as http:
+        papers = http.get("/v1/documents").json()
+        reset_peak(pid)
+        before = rss_mb(pid)
+        job = upload(http, bomb).json()
+        wait_for_state(http, job["job_id"], "running")
+        assert http.get("/healthz").status_code == 200  # answered while the worker reads the page
+        ended = wait_job(http, job["job_id"])
+        assert peak_mb(pid) - before < 100, "the server never held the page"
+        assert ended["state"] == "failed"
+        assert re.fullmatch(
+            rf"bomb\.pdf: page 1( \(\w+\))?: needs more than {PARSE_MEMORY_MB} MB of memory "
+            r"\(parsing\.max_memory_mb\); not read",
+            ended["error"],
+        ), ended["error"]
+        assert http.get("/v1/documents").json() == papers  # the library as it was
+    assert not list((hostile.home / "uploads").glob("*/bomb.pdf"))  # a file that failed is not kept
+
+
+def test_the_same_bytes_under_many_names_are_kept_once(hostile: Served, sample_pdfs: dict[str, Path]) -> None:
+    pdf = sample_pdfs["longcite"]
+    with hostile.client() as http:
+        jobs = [upload(http, pdf, name=f"copy-{i}.pdf").json()["job_id"] for i in range(20)]
+        ended = [wait_job(http, j) for j in jobs]
+    assert {e["state"] for e in ended} == {"done"}
+    assert sorted(e["status"] for e in ended) == ["ingested"] + ["unchanged"] * 19
+    [folder] = {p.parent for p in (hostile.home / "uploads").glob("*/copy-*.pdf")}
+    assert [p.name for p in folder.iterdir()] == ["copy-0.pdf"]
+    assert not list((hostile.home / "uploads" / ".incoming").iterdir())
+
+
+def wait_for_state(http: httpx.Client, job_id: str, state: str, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while http.get(f"/v1/jobs/{job_id}").json()["state"] != state:
+        if time.monotonic() > deadline:
+            pytest.fail(f"job {job_id} was not {state} within {seconds} s")
+        time.sleep(0.02)

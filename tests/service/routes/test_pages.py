@@ -3,15 +3,20 @@ are, and nowhere else), the options checked, a PDF that left the disk said to be
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
+import psutil
 import pytest
 
+from paperscope.rag.ingest import doc_id_for, file_sha256
 from tests.served import Served, upload, wait_job
+from tests.service.conftest import RENDER_SECONDS, workers_of
 from tests.service.test_page_images import far_mask, pixels
 
 
@@ -141,3 +146,54 @@ def test_a_text_paper_has_no_page_images(http: httpx.Client, tmp_path: Path) -> 
         }
     finally:
         http.delete(f"/v1/documents/{job['doc_id']}")
+
+
+def test_a_page_slow_to_draw_is_refused_while_the_server_answers(hostile: Served, lines_pdf: Path) -> None:
+    doc_id = doc_id_for(file_sha256(lines_pdf))
+    server = psutil.Process(hostile.process.pid)
+    cpu_before = sum(server.cpu_times()[:2])
+    answered: list[httpx.Response] = []
+
+    def draw() -> None:
+        with hostile.client() as client:
+            answered.append(client.get(f"/v1/documents/{doc_id}/pages/1.png"))
+
+    drawing = threading.Thread(target=draw)
+    drawing.start()
+    with hostile.client() as http:
+        wait_for(lambda: bool(workers_of(hostile, "pages")), "a page worker drawing")
+        # While the page is drawn (it takes tens of seconds), everything else is answered.
+        assert http.get("/healthz").status_code == 200 and drawing.is_alive()
+        assert http.get("/v1/documents").status_code == 200 and drawing.is_alive()
+        assert http.get("/static/js/main.js").status_code == 200 and drawing.is_alive()
+        drawing.join()
+    [refused] = answered
+    assert refused.status_code == 422 and refused.json()["error"] == {
+        "code": "page_too_complex",
+        "message": f"page 1 of lines.pdf takes longer than {RENDER_SECONDS} s to draw (service.render_seconds)",
+    }
+    # The drawing was the worker's: the server itself spent little time.
+    assert sum(server.cpu_times()[:2]) - cpu_before < RENDER_SECONDS / 2
+
+
+def test_a_client_that_hangs_up_stops_the_drawing(hostile: Served, lines_pdf: Path) -> None:
+    doc_id = doc_id_for(file_sha256(lines_pdf))
+    with hostile.client(timeout=1.0) as impatient, pytest.raises(httpx.ReadTimeout):
+        impatient.get(f"/v1/documents/{doc_id}/pages/1.png", params={"dpi": 150})
+    hung_up = time.monotonic()
+    wait_for(lambda: not workers_of(hostile, "pages"), "the page worker stopped", seconds=30)
+    # Stopped as the client left, not at the render limit (RENDER_SECONDS after the request).
+    assert time.monotonic() - hung_up < RENDER_SECONDS - 2
+    with hostile.client() as http:
+        assert http.get(f"/v1/documents/{doc_id}/pages/1.png", params={"dpi": 36, "width": None}).status_code in (
+            200,
+            422,
+        )
+
+
+def wait_for(condition: Callable[[], bool], what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {seconds} s")
+        time.sleep(0.05)

@@ -3,7 +3,10 @@ a streamed chat ending with the Answer, history keeping a follow-up on its paper
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -103,3 +106,60 @@ def test_history_keeps_a_follow_up_on_its_paper(http: httpx.Client, sample_pdf_i
     assert not any("Follow-up" in n for n in alone["notes"])  # without the history it is not on Marten
     bad = http.post("/v1/chat", json={"query": "And?", "history": [{"role": "robot", "content": "x"}]})
     assert bad.status_code == 422 and "history.0.role" in bad.json()["error"]["message"]
+
+
+def test_a_request_cannot_point_the_reranker_anywhere(http: httpx.Client, tmp_path: Path) -> None:
+    """Rerank endpoints and model paths come from the server's settings: a request naming one would make the server
+    send the question and the passages to any URL, or say whether a path exists."""
+    calls: list[str] = []
+
+    class Spy(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            calls.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    spy = HTTPServer(("127.0.0.1", 0), Spy)
+    threading.Thread(target=spy.serve_forever, daemon=True).start()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    try:
+        for rerank in (
+            f"http://127.0.0.1:{spy.server_address[1]}/v1/rerank",
+            "cross-encoder:/etc/passwd",
+            "cross-encoder:/etc",
+            f"cross-encoder:{folder}",
+            "cross-encoder:/no/such/thing",
+        ):
+            for path in ("/v1/retrieve", "/v1/chat"):
+                refused = http.post(path, json={"query": QUESTION, "rerank": rerank})
+                assert refused.status_code == 400, (path, rerank)
+                assert refused.json()["error"]["message"] == (
+                    "rerank: a request may name 'llm'; rerank endpoints and model paths come from the server's "
+                    "settings (retrieval.rerank), never from a request"
+                )
+        options = {"rerank": f"http://127.0.0.1:{spy.server_address[1]}/v1/rerank"}
+        completion = http.post(
+            "/v1/chat/completions",
+            json={"model": "paperscope", "messages": [{"role": "user", "content": QUESTION}], "paperscope": options},
+        )
+        assert completion.status_code == 400
+    finally:
+        spy.shutdown()
+    assert calls == []
+
+
+def test_an_overlong_question_is_named(http: httpx.Client) -> None:
+    long = "What is FlashRank? " * 6000  # 114,000 characters
+    for response in (
+        http.post("/v1/chat", json={"query": long}),
+        http.post("/v1/retrieve", json={"query": long}),
+        http.post(
+            "/v1/chat/completions", json={"model": "paperscope", "messages": [{"role": "user", "content": long}]}
+        ),
+    ):
+        assert response.status_code == 422
+        assert response.json()["error"]["message"] == "query: String should have at most 4000 characters"

@@ -2,7 +2,7 @@
 // numbered citations [n] that open the cited page, the source list, and a trace of how the answer came.
 
 import { streamChat } from "./api.js";
-import { $, el, pagesLabel } from "./dom.js";
+import { $, el, pagesLabel, textNode, visible } from "./dom.js";
 
 // [1], [2, 3], [1-2] as the answer writes them; other brackets stay text.
 const CITE = /\[(\d+(?:\s*[,;–-]\s*\d+)*)\]/g;
@@ -54,10 +54,10 @@ export class Chat {
     let failure = null;
     try {
       await streamChat({ query, history }, (event) => {
-        if (event.type === "progress") status.textContent = [event.stage, event.detail].filter(Boolean).join(": ");
+        if (event.type === "progress") status.textContent = visible([event.stage, event.detail].filter(Boolean).join(": "));
         else if (event.type === "tool") status.textContent = `called ${event.tool} (${event.seconds.toFixed(2)} s)`;
         else if (event.type === "token") {
-          body.append(document.createTextNode(event.text));
+          body.append(textNode(event.text));
           message.dataset.tokens = String(Number(message.dataset.tokens || 0) + 1); // pieces streamed in
         }
         else if (event.type === "answer") answer = event.answer;
@@ -119,11 +119,11 @@ export class Chat {
     for (const match of text.matchAll(CITE)) {
       const numbers = match[1].split(/\s*[,;–-]\s*/).map(Number);
       if (!numbers.every((n) => sources.has(n))) continue;
-      parts.push(document.createTextNode(text.slice(last, match.index)));
+      parts.push(textNode(text.slice(last, match.index)));
       for (const n of numbers) parts.push(this.citeButton(sources.get(n)));
       last = match.index + match[0].length;
     }
-    parts.push(document.createTextNode(text.slice(last)));
+    parts.push(textNode(text.slice(last)));
     return parts;
   }
 

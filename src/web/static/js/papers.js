@@ -2,7 +2,7 @@
 // ingest jobs, and removal.
 
 import { ApiError, getJSON, request } from "./api.js";
-import { $, el, showError } from "./dom.js";
+import { $, el, showError, visible } from "./dom.js";
 
 const POLL_MS = 500;
 
@@ -97,7 +97,7 @@ export class PapersPanel {
         if (job.state === "done" || job.state === "failed") {
           bar.max = 1;
           bar.value = 1;
-          state.textContent = job.state === "done" ? job.status : `failed: ${job.error || "no reason given"}`;
+          state.textContent = visible(job.state === "done" ? job.status : `failed: ${job.error || "no reason given"}`);
           item.classList.add(job.state);
           break;
         }
@@ -112,7 +112,7 @@ export class PapersPanel {
       }
       await this.refresh();
     } catch (error) {
-      state.textContent = `failed: ${error instanceof ApiError ? error.message : String(error)}`;
+      state.textContent = visible(`failed: ${error instanceof ApiError ? error.message : String(error)}`);
       item.classList.add("failed");
       bar.value = 0;
     }

@@ -2,7 +2,7 @@
 // previous page, and the chunks around the cited one (click one to highlight it instead).
 
 import { getJSON, pageImage, pathOf } from "./api.js";
-import { $, el, pagesLabel, showError } from "./dom.js";
+import { $, el, pagesLabel, showError, visible } from "./dom.js";
 
 const WINDOW = 2; // neighbours on each side
 const MAX_WIDTH = 2000; // pixels asked of the server, whatever the screen
@@ -51,7 +51,9 @@ export class Viewer {
       const found = await getJSON(`${pathOf(docId, "chunks", chunkIndex)}?window=${WINDOW}`);
       this.state.boxes = found.boxes || [];
       this.state.page = found.boxes && found.boxes.length ? found.boxes[0].page : found.page;
-      $("viewer-where").textContent = `${found.section_title || "(no section)"} · ${pagesLabel(found.page, found.page_end)} · chunk ${found.chunk_index}`;
+      $("viewer-where").textContent = visible(
+        `${found.section_title || "(no section)"} · ${pagesLabel(found.page, found.page_end)} · chunk ${found.chunk_index}`,
+      );
       this.showNeighbours(found);
     } catch (error) {
       showError(this.error, error.message);
@@ -93,7 +95,7 @@ export class Viewer {
   async render() {
     const { docId, title, page, pages, chunk } = this.state;
     this.panel.hidden = false;
-    $("viewer-title").textContent = title;
+    $("viewer-title").textContent = visible(title);
     $("page-label").textContent = pages ? `page ${page} of ${pages}` : `page ${page}`;
     $("page-prev").disabled = page <= 1;
     $("page-next").disabled = Boolean(pages) && page >= pages;
