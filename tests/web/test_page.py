@@ -172,7 +172,10 @@ def test_text_from_papers_and_questions_is_shown_as_text(browser: WebDriver, ser
         wait(browser, lambda d: "Tomatoes" in d.find_element(By.ID, "paper-list").text, "the papers list")
         listed = browser.find_element(By.ID, "paper-list")
         assert "<b>Bold</b>" in listed.text
-        answer = ask(browser, 'How often do <img src=x onerror="window.pwned=3"> tomato plants need watering?')
+        # The paper named by its title: whatever other tests uploaded to the session's server, this is its question.
+        img = '<img src=x onerror="window.pwned=3">'
+        question = f"In Hostile Bold Link Tomatoes, how often do {img} tomato plants need watering?"
+        answer = ask(browser, question)
         assert "<img src=x" in browser.find_elements(By.CSS_SELECTOR, ".message.user")[-1].text
         assert "<script>" in answer.text or "Tomato" in answer.text
         tags = ("b", "a", "img", "script")
