@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DEVSET = ROOT.parent / "shared" / "devset" / "questions.jsonl"
 DEFAULT_IDS = "a01,a05,a08,a11,a18,a23,a32,b01,b06,zh02"
 
-from paperscope.agent.answer import Answer  # noqa: E402
 from paperscope.agent.probe import probe  # noqa: E402
 from paperscope.agent.searcher import AgenticSearcher  # noqa: E402
 from paperscope.agent.textcalls import looks_like_a_call  # noqa: E402
+from paperscope.answer.model import Answer  # noqa: E402
 from paperscope.eval.metrics import coverage  # noqa: E402
 from paperscope.eval.queries import EvalQuery, load_queries  # noqa: E402
 from paperscope.rag.ingest import ingest  # noqa: E402

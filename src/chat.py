@@ -14,7 +14,7 @@ from .errors import PaperscopeError
 from .terminal import markup as escape  # every document, model and user text is cleaned, then escaped
 
 if TYPE_CHECKING:
-    from .agent.answer import Answer, Source
+    from .answer.model import Answer, Source
     from .rag.store import PaperRecord, StoredChunk
 
 __all__ = ["PROMPT", "Runner", "chat_loop"]

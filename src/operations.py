@@ -18,8 +18,8 @@ from .config import KB_PATTERN
 from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from .agent.answer import Answer, TraceStep
     from .agent.pipeline import Progress
+    from .answer.model import Answer, TraceStep
     from .cancellation import Cancellation
     from .config import Settings
     from .rag.retrieval import Retrieval

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from paperscope.agent.answer import Answer, Source, TraceStep
 from paperscope.agent.pipeline import Searcher
+from paperscope.answer.model import Answer, Source, TraceStep
 from paperscope.chat import Runner, chat_loop
 from paperscope.errors import StoreError
 from paperscope.parser.models import SectionCategory

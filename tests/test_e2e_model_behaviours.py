@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from paperscope.agent.extractive import HEADER_WITHOUT_MODEL
 from paperscope.agent.searcher import NO_TOOLS, AgenticSearcher
+from paperscope.answer.extractive import HEADER_WITHOUT_MODEL
 from paperscope.cli import app
 from paperscope.rag.store import PaperStore
 from paperscope.settings_layers import load_settings

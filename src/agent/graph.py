@@ -31,9 +31,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from pydantic import ValidationError
 
+from ..answer.model import TraceStep
 from ..errors import LLMError
 from ..prompts import load_prompt
-from .answer import TraceStep
 from .llm import as_llm_error
 from .textcalls import enough_read, parse_text_calls
 from .tools import AgentTools, FinishArgs, brief_declarations

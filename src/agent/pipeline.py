@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ..answer.model import Answer
 from ..config import Settings
 from ..parser.models import SectionCategory
 from ..rag.engine import Engine
@@ -19,7 +20,6 @@ from ..rag.filters import SearchFilter
 from ..rag.query import expand
 from ..rag.retrieval import Retrieval
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
-from .answer import Answer
 from .llm import make_chat_model, question_scope
 from .router import LLMRouter
 

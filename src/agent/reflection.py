@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..answer.model import Answer, Reflection, ReflectionRound
 from ..errors import LLMError
 from ..rag.engine import Engine
 from ..rag.transforms import json_value, papers_language, parse_queries, same_query, script_of
-from .answer import Answer, Reflection, ReflectionRound
 from .llm import question_scope
 from .pipeline import Searcher
 

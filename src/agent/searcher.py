@@ -27,6 +27,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from ..answer.citations import ground, grounding_notes
+from ..answer.model import Answer, TraceStep
 from ..config import Settings
 from ..errors import LLMError
 from ..parser.models import SectionCategory
@@ -34,8 +36,6 @@ from ..prompts import load_prompt
 from ..rag.question import check_question
 from ..rag.retrieval import Retrieval
 from ..rag.store import PaperRecord, PaperStore
-from .answer import Answer, TraceStep
-from .citations import ground, grounding_notes
 from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
 from .llm import make_chat_model, question_scope

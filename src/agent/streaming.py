@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessageChunk
 
-from .citations import CitationStream
+from ..answer.citations import CitationStream
 
 _ANSWER_KEY = re.compile(r'"answer"\s*:\s*"')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}

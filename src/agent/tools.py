@@ -20,11 +20,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolInvocationError
 from pydantic import BaseModel, Field, ValidationError
 
+from ..answer.model import TraceStep
 from ..parser.models import SectionCategory
 from ..rag.engine import Engine
 from ..rag.filters import SearchFilter, parse_category, validate_doc_id
 from ..rag.store import PaperRecord, StoredChunk
-from .answer import TraceStep
 from .labels import PaperLabels
 
 MAX_K = 10

@@ -18,6 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..answer import grounding
+from ..answer.citations import CitationStream, Grounded, ground, grounding_notes
+from ..answer.extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
+from ..answer.grounding import GroundingReport
+from ..answer.model import Answer, Source, TraceStep
 from ..errors import LLMError
 from ..prompts import load_prompt
 from ..rag.context import Evidence
@@ -26,11 +31,6 @@ from ..rag.registry import OperatorRun
 from ..rag.retrieval import Models, Retrieval, Track
 from ..rag.route import Route
 from ..rag.store import StoredChunk
-from . import grounding
-from .answer import Answer, Source, TraceStep
-from .citations import CitationStream, Grounded, ground, grounding_notes
-from .extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
-from .grounding import GroundingReport
 from .llm import as_llm_error, model_error, model_name
 from .textcalls import looks_like_a_call
 

@@ -35,7 +35,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..agent.answer import Answer
+    from ..answer.model import Answer
 
 
 @app.command()

@@ -20,7 +20,7 @@ import httpx
 from ..errors import PaperscopeError
 
 if TYPE_CHECKING:
-    from ..agent.answer import Answer
+    from ..answer.model import Answer
     from ..rag.store import PaperRecord, StoredChunk
 
 KEY_ENV = "PAPERSCOPE_API_KEY"
@@ -115,13 +115,13 @@ class Remote:
 
     def ask(self, body: dict[str, Any]) -> Answer:
         found = self.call("POST", "/v1/chat", json=_body(body))
-        from ..agent.answer import Answer  # after the call: a server that is down is said at once
+        from ..answer.model import Answer  # after the call: a server that is down is said at once
 
         return Answer.model_validate(found)
 
     def chat(self, body: dict[str, Any], on_token: Callable[[str], None] | None = None) -> Answer:
         """A streamed answer: its text pieces to `on_token` as they come; the Answer at the end."""
-        from ..agent.answer import Answer
+        from ..answer.model import Answer
 
         for event in self.events("/v1/chat", {**_body(body), "stream": True}):
             kind = event.get("type")

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from ..agent.answer import Answer
+from ..answer.model import Answer
 from ..rag.store import PaperStore
 from . import metrics
 from .queries import EvalQuery

@@ -24,8 +24,8 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from typing import Any
 
-from ..agent.answer import Answer, TraceStep
-from ..agent.grounding import unstreamed
+from ..answer.grounding import unstreamed
+from ..answer.model import Answer, TraceStep
 from ..cancellation import Cancellation
 from ..config import Settings
 from ..operations import AskRequest, answer

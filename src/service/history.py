@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..agent.answer import Answer, Source
+from ..answer.model import Answer, Source
 from ..rag.route import Route
 from ..rag.store import PaperStore, StoredChunk
 

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..agent.answer import Answer
+from ..answer.model import Answer
 from ..cancellation import Cancellation
 from ..chat import pages_label
 from ..operations import AskRequest, QueryOptions, answer

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage
 
-from paperscope.agent.answer import Answer
-from paperscope.agent.extractive import HEADER, sentences, strip_references
 from paperscope.agent.pipeline import Searcher
+from paperscope.answer.extractive import HEADER, sentences, strip_references
+from paperscope.answer.model import Answer
 from paperscope.config import Settings
 from paperscope.errors import ConfigError
 from paperscope.rag.adapters import PaperscopeRetriever

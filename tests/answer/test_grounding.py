@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from paperscope.agent.grounding import check, mark, notes, numbers
+from paperscope.answer.grounding import check, mark, notes, numbers
 
 SOURCE = (
     "We train Longformer with a sliding attention window of 4,096 tokens on 1.2 million queries drawn from "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from paperscope.agent.citations import UNSUPPORTED, CitationStream, ground, grounding_notes
+from paperscope.answer.citations import UNSUPPORTED, CitationStream, ground, grounding_notes
 
 READ = {"1", "2", "3", "4", "5"}  # single-shot: the numbers of the sources the model was given
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from paperscope.agent.extractive import _read, extractive_answer, quantities, strip_references
-from paperscope.agent.question_type import Ask, question_type
-from paperscope.agent.sentences import is_debris, split_sentences, table_row, trim_debris, units
+from paperscope.answer.extractive import _read, extractive_answer, quantities, strip_references
+from paperscope.answer.question_type import Ask, question_type
+from paperscope.answer.sentences import is_debris, split_sentences, table_row, trim_debris, units
 from paperscope.parser.models import SectionCategory
 from paperscope.parser.pdf import parse_pdf
 from paperscope.rag.context import Evidence
