@@ -6,14 +6,16 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from . import terminal
 from .errors import PaperscopeError
 from .terminal import markup as escape  # every document, model and user text is cleaned, then escaped
 
 if TYPE_CHECKING:
+    from .answer.claims import Claim
     from .answer.model import Answer, Source
     from .rag.store import PaperRecord, StoredChunk
 
@@ -23,6 +25,10 @@ PROMPT = "you> "
 SHORT_ID = 8  # doc_id characters shown in /papers
 SOURCE_WINDOW = 2  # chunks either side of the cited one shown by /sources
 OBSERVATION_CHARS = 100
+
+#: Each claim's verdict as the terminal marks it after its sentence: what the passage it cites holds of it.
+VERDICTS = {"supported": ("✓", "green"), "partial": ("◐", "yellow"), "unsupported": ("✗", "bold red")}
+LEGEND = "✓ supported · ◐ partly supported · ✗ not supported: what the passage a sentence cites holds of it"
 
 HELP: list[tuple[str, str]] = [
     ("/sources N", "source N of the last answer in full, with the chunks around it"),
@@ -72,6 +78,7 @@ def chat_loop(
 ) -> list[Answer]:
     """Read questions and commands until /quit, Ctrl-C or end of input; return the answers given."""
     answers: list[Answer] = []
+    legend = [False]  # the verdicts' legend is printed once, under the first answer with claims
     _banner(runner, console, mode)
     while True:
         try:
@@ -85,7 +92,7 @@ def chat_loop(
             if line.startswith("/"):
                 _command(line, runner, console, answers)
             else:
-                answer = _ask(line, runner, console, answers)
+                answer = _ask(line, runner, console, answers, legend)
                 if answer is not None:
                     answers.append(answer)
         except (_Quit, KeyboardInterrupt):
@@ -98,8 +105,9 @@ def chat_loop(
 # --- questions -----------------------------------------------------------------------------------------
 
 
-def _ask(question: str, runner: Runner, console: Console, answers: list[Answer]) -> Answer | None:
-    """Run one question; print the answer (streamed or whole) and its sources. None on a reported error."""
+def _ask(question: str, runner: Runner, console: Console, answers: list[Answer], legend: list[bool]) -> Answer | None:
+    """Run one question; print the answer (streamed or whole, each claim's verdict marked) and its sources. None on
+    a reported error."""
     streamed = False
 
     def on_token(piece: str) -> None:
@@ -116,12 +124,48 @@ def _ask(question: str, runner: Runner, console: Console, answers: list[Answer])
         return None
     if streamed:
         console.print()
+        for claim in answer.claims:  # streamed as written: the verdicts the text could not carry follow it
+            if claim.verdict != "supported":
+                console.print(claim_line(claim), highlight=False, soft_wrap=True)
     else:
-        console.print(terminal.answer(answer.answer, extractive=answer.extractive))
+        console.print(with_verdicts(answer))
+    if answer.claims and not legend[0]:
+        console.print(f"[dim]{LEGEND}[/dim]", highlight=False)
+        legend[0] = True
     if answer.llm_error:
         console.print(f"[yellow]warning:[/yellow] {terminal.markup(answer.llm_error)}", highlight=False, soft_wrap=True)
     _print_sources(answer, console)
     return answer
+
+
+def with_verdicts(answer: Answer) -> RenderableType:
+    """The answer to print, each claim's verdict mark after its sentence (extracted text as it is, a model's
+    Markdown rendered)."""
+    located = sorted((c for c in answer.claims if c.at is not None), key=lambda c: c.at[0] if c.at else 0)
+    if not answer.extractive:
+        body = answer.answer
+        for claim in reversed(located):
+            if claim.at is not None:
+                body = f"{body[: claim.at[1]]} {VERDICTS[claim.verdict][0]}{body[claim.at[1] :]}"
+        return terminal.answer(body, extractive=False)
+    out, pos = Text(), 0
+    for claim in located:
+        if claim.at is None or claim.at[0] < pos:
+            continue
+        out.append_text(terminal.text(answer.answer[pos : claim.at[1]]))
+        mark, style = VERDICTS[claim.verdict]
+        out.append(f" {mark}", style=style)
+        pos = claim.at[1]
+    out.append_text(terminal.text(answer.answer[pos:]))
+    return out
+
+
+def claim_line(claim: Claim) -> str:
+    """One claim that is not supported, as rich markup: its mark, its sentence, what nothing read holds."""
+    mark, style = VERDICTS[claim.verdict]
+    missing = f" [dim](not in the sources: {escape(', '.join(claim.missing))})[/dim]" if claim.missing else ""
+    sentence = claim.text if len(claim.text) <= 160 else claim.text[:159] + "…"
+    return f"[{style}]{mark}[/{style}] {escape(sentence)}{missing}"
 
 
 def pages_label(pages: tuple[int, int]) -> str:
@@ -216,10 +260,10 @@ def _sources(arg: str, runner: Runner, console: Console, answers: list[Answer]) 
     if source is None:
         console.print(f"[yellow]no source {n} in the last answer[/yellow]; {usage}", highlight=False)
         return
-    _print_source(source, runner, console)
+    _print_source(source, runner, console, [c for c in last.claims if c.n == n and c.span is not None])
 
 
-def _print_source(s: Source, runner: Runner, console: Console) -> None:
+def _print_source(s: Source, runner: Runner, console: Console, claims: Sequence[Claim] = ()) -> None:
     year = f" ({s.year})" if s.year else ""
     console.print(f"[bold]\\[{s.n}] {escape(s.title)}{year}[/bold]", highlight=False)
     console.print(
@@ -242,14 +286,29 @@ def _print_source(s: Source, runner: Runner, console: Console) -> None:
         return
     for c in chunks:
         cited = c.chunk_index == s.chunk_index
+        spans = [claim.span for claim in claims if claim.citation == c.citation and claim.span is not None]
         mark = "[bold green]▶ cited[/bold green] " if cited else ""
+        quoted = f" [dim]· the answer's sentence{'s' if len(spans) > 1 else ''} underlined[/dim]" if spans else ""
         console.print()
         console.print(
             f"{mark}[cyan]chunk {c.chunk_index}[/cyan] [dim]· {escape(c.section_title)} "
-            f"({c.section_category.name}) · p. {c.page_number}[/dim]",
+            f"({c.section_category.name}) · p. {c.page_number}[/dim]{quoted}",
             highlight=False,
         )
-        console.print(terminal.text(c.text, "bold" if cited else ""), highlight=False)
+        console.print(_with_spans(c.text, spans, "bold" if cited else ""), highlight=False)
+
+
+def _with_spans(text: str, spans: Sequence[tuple[int, int]], style: str) -> Text:
+    """A chunk's text with the spans the answer's claims quote underlined (the rest in `style`)."""
+    out, pos = Text(), 0
+    for start, end in sorted(spans):
+        if start < pos:
+            continue
+        out.append_text(terminal.text(text[pos:start], style))
+        out.append_text(terminal.text(text[start:end], f"{style} underline reverse".strip()))
+        pos = end
+    out.append_text(terminal.text(text[pos:], style))
+    return out
 
 
 def _trace(console: Console, answers: list[Answer]) -> None:

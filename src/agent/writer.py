@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..answer import grounding
 from ..answer.citations import CitationStream, Grounded, ground, grounding_notes
-from ..answer.extractive import HEADER, HEADER_WITHOUT_MODEL, extractive_answer
+from ..answer.claims import Claim, Reading, placed, renumbered
+from ..answer.extractive import HEADER, HEADER_WITHOUT_MODEL, extracted
 from ..answer.grounding import GroundingReport
 from ..answer.model import Answer, Source, TraceStep
 from ..errors import LLMError
@@ -95,13 +96,15 @@ class AnswerWriter:
         notes = list(retrieval.notes)
         llm_error: str | None = None
         report: GroundingReport | None = None
+        claims: list[Claim] = []
         header = HEADER if self.chat_model is None else HEADER_WITHOUT_MODEL
         if not retrieval.n_papers:
             text, supported = self._nothing_ready(), False
         elif not sources:
             text = "No passage in the knowledge base answers this question."
         elif model is None:
-            text = extractive_answer(query, evidence, header=header)
+            ex = extracted(query, evidence, header=header)
+            text, claims = ex.text, ex.claims
         else:
             emitted: list[str] = []
             resolve = source_resolver(sources)
@@ -121,11 +124,12 @@ class AnswerWriter:
             except LLMError as exc:
                 llm_error, extractive = str(exc), True
                 notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
-                text = extractive_answer(query, evidence, header=header)
+                ex = extracted(query, evidence, header=header)
+                text, claims = ex.text, ex.claims
             else:
                 if stream is not None:
                     stream.close()
-                text, sources, supported, report = self._grounded(
+                text, sources, supported, report, claims = self._grounded(
                     query, grounded, sources, evidence, context_text, supported, notes, on_token
                 )
                 if cut:
@@ -141,6 +145,7 @@ class AnswerWriter:
             track=retrieval.track,
             route=retrieval.route or Route(intent="TOPIC_SURVEY"),
             sources=sources,
+            claims=claims,
             mode=mode,
             extractive=extractive,
             supported=supported,
@@ -165,10 +170,10 @@ class AnswerWriter:
         supported: bool,
         notes: list[str],
         on_token: Callable[[str], None] | None,
-    ) -> tuple[str, list[Source], bool, GroundingReport]:
+    ) -> tuple[str, list[Source], bool, GroundingReport, list[Claim]]:
         """The model's text with its citations and figures checked: the sources it cites, renumbered (or all of
         them, marked as not supporting it), unsupported figures marked, and the extracted sentences beside it
-        when the figures asked for are not in the context the model read."""
+        when the figures asked for are not in the context the model read; and the claims of all of it."""
         notes += grounding_notes(grounded)
         report = grounding.check(grounded.text, [context], query)
         text = grounding.mark(grounded.text, report)
@@ -177,23 +182,33 @@ class AnswerWriter:
         resolve = source_resolver(sources)
         numbering = {key: n for n, key in enumerate(grounded.order, start=1)}
         added: list[str] = []
+        besides: list[Claim] = []
         if not grounded.supported:
             # The sources below are what the model was given; none of them backs what it wrote.
             added.append(f"\n\n({grounding_notes(grounded)[-1]})")
         if report.key_unsupported and evidence:
-            beside = ground(extractive_answer(query, evidence, header=BESIDE), resolve, numbering=numbering)
+            ex = extracted(query, evidence, header=BESIDE)
+            beside = ground(ex.text, resolve, numbering=numbering)
             added.append("\n\n" + beside.text)
             supported = False
+
+            def number(n: int) -> int | None:
+                key = resolve(str(n))
+                return numbering.get(key) if key is not None else None
+
+            besides = renumbered(ex.claims, number)
         if on_token is not None:
             for piece in streamed + added:
                 on_token(piece)
-        text += "".join(added)
+        chunks_of = {s.n: ev.chunks for s, ev in zip(sources, evidence, strict=True)}
         if not grounded.supported:
-            return text, sources, False, report
+            claims = Reading(list(chunks_of.items()), query).claims(text, report)
+            return text + "".join(added), sources, False, report, claims + besides
         by_n = {str(s.n): s for s in sources}
         order = sorted(numbering, key=lambda key: numbering[key])
         cited = [by_n[key].model_copy(update={"n": n}) for n, key in enumerate(order, start=1)]
-        return text, cited, supported, report
+        reading = Reading([(n, chunks_of[int(key)]) for n, key in enumerate(order, start=1)], query)
+        return text + "".join(added), cited, supported, report, reading.claims(text, report) + besides
 
     def _generate(
         self, model: BaseChatModel, query: str, context: str, on_token: Callable[[str], None] | None = None
@@ -252,7 +267,7 @@ class AnswerWriter:
         """The agent's answer: its text with citations grounded on the passages it read, which are its sources;
         its figures checked against those passages (the extracted sentences beside it when the figures asked for
         are not there)."""
-        text, order, report = self._check_agent(query, grounded, seen, notes)
+        text, order, report, claims = self._check_agent(query, grounded, seen, notes)
         sources = [Source.from_chunk(n, seen[cid]) for n, cid in enumerate(order, start=1)]
         papers = list(dict.fromkeys(s.doc_id for s in sources))
         track: Track = "A" if len(papers) == 1 else "B"
@@ -273,6 +288,7 @@ class AnswerWriter:
             track=track,
             route=route,
             sources=sources,
+            claims=claims,
             mode="agent",
             extractive=False,
             supported=grounded.supported and not report.key_unsupported,
@@ -288,14 +304,17 @@ class AnswerWriter:
 
     def _check_agent(
         self, query: str, grounded: Grounded, seen: dict[str, StoredChunk], notes: list[str]
-    ) -> tuple[str, list[str], GroundingReport]:
+    ) -> tuple[str, list[str], GroundingReport, list[Claim]]:
         """The agent's text with unsupported figures marked (and the extracted sentences beside it when the key
-        ones are), the citation ids its sources are, in order, and the grounding report."""
+        ones are), the citation ids its sources are, in order, the grounding report, and the claims."""
         read = [f"{c.title} ({c.year})\n{c.text}" for c in seen.values()]
         report = grounding.check(grounded.text, read, query)
         notes += grounding.notes(report)
         text = grounding.mark(grounded.text, report)
         order = list(grounded.order)
+        # The agent's sentences rest on the chunks it cites (numbered as its sources), else on any it read.
+        reading = Reading([(n, [seen[cid]]) for n, cid in enumerate(order, start=1)], query)
+        claims = reading.claims(text, report) if order else Reading([], query).claims(text, report)
         if report.key_unsupported:
             cited = [seen[c] for c in order]
             others = [c for cid, c in seen.items() if cid not in order and c.kind == "chunk"]
@@ -303,16 +322,32 @@ class AnswerWriter:
             evidence = [Evidence.single(c, rank) for rank, c in enumerate(chunks)]
             by_number = {str(n): c.citation for n, c in enumerate(chunks, start=1)}
             numbering = {cid: n for n, cid in enumerate(order, start=1)}
-            beside = ground(extractive_answer(query, evidence, header=BESIDE), by_number.get, numbering=numbering)
+            ex = extracted(query, evidence, header=BESIDE)
+            beside = ground(ex.text, by_number.get, numbering=numbering)
             text += "\n\n" + beside.text
             order = sorted(numbering, key=lambda cid: numbering[cid])
-        return text, order, report
+
+            def number(n: int) -> int | None:
+                cid = by_number.get(str(n))
+                return numbering.get(cid) if cid is not None else None
+
+            claims += renumbered(ex.claims, number)
+        return text, order, report, claims
 
     # --- the one constructor ---------------------------------------------------------------------------------
 
-    def _answer(self, query: str, text: str, *, started: float, timings: dict[str, float], **fields: Any) -> Answer:
+    def _answer(
+        self,
+        query: str,
+        text: str,
+        *,
+        started: float,
+        timings: dict[str, float],
+        claims: Sequence[Claim] = (),
+        **fields: Any,
+    ) -> Answer:
         timings["total"] = time.perf_counter() - started
-        return Answer(query=query, answer=text, timings=timings, **fields)
+        return Answer(query=query, answer=text, timings=timings, claims=placed(claims, text), **fields)
 
 
 _CATEGORY_NAMES = {"ABSTRACT", "INTRODUCTION", "METHOD", "EVALUATION", "CONCLUSION", "RELATED_WORK", "OTHER"}

@@ -18,27 +18,24 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-import snowballstemmer
-
 from ..rag.context import Evidence
 from ..rag.query import expand, translate
+from ..rag.store import StoredChunk
+from .claims import Claim, Role, placed, quoted
+from .grounding import EvidenceIndex, numbers
 from .quantities import NUMBER_WORDS, quantities
 from .question_type import Ask, QuestionType, question_type
-from .sentences import Unit, split_sentences, units
+from .sentences import Unit, split_sentences, units_at
+from .words import WORD as _WORD
+from .words import stem as _stem
+from .words import terms
 
 HEADER = "Extracted from the retrieved papers (no language model configured; quoted sentences, best first):"
 # The same, when a model is configured but failed (or was set aside) for this answer.
 HEADER_WITHOUT_MODEL = "Extracted from the retrieved papers (without the language model; quoted sentences, best first):"
+# Between the lines that answer and the supporting ones.
+SUPPORT = "Also in the sources:"
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
-_STOP = frozenset(
-    str.split(
-        """a an and are as at be by can could did do does for from had has have how in into is it its many much no
-        not of on or our paper papers should than that the their then there these they this those to was we were
-        what when which who why with would you your about whose where while also been both each other such very
-        well between through authors study article show shown report reported et al"""
-    )
-)
 _CAPTION = re.compile(r"^(Table|Figure|Fig\.)\s*[\dIVX]+[:.]")
 # The paper's own numbered references ("[1]", "[2, 5]", "[12–14]", "[3; 7-9]"): next to our "[n]" they
 # would read as citations of our sources. Decimals ("[0.5, 1]") and zero ("[0, 1]") are intervals, kept.
@@ -96,7 +93,6 @@ _PATTERNS = {
     Ask.YESNO: (_YESNO, 1.15),
     Ask.LIMITATION: (_LIMITATION, 1.4),
 }
-_STEMMER = snowballstemmer.stemmer("english")
 _PREFIX = 5  # stems sharing this many leading letters are taken for relatives ("satisfied", "satisfaction")
 # The share of a neighbour's relevance a unit holding the asked kind of fact takes (half that from two away).
 _NEIGHBOUR = 0.4
@@ -107,17 +103,6 @@ _ANAPHORA = re.compile(
     r"This|These|That|Those|Such|It|They|Both|Neither|Here)\b"
 )
 _LONG = 60  # words: a longer "sentence" is usually two columns run together by the text layer
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    stem: str = _STEMMER.stemWord(word)
-    return stem
-
-
-def terms(text: str) -> list[str]:
-    """Lower-cased, stemmed content words of `text`."""
-    return [_stem(w) for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1]
 
 
 def sentences(text: str) -> list[str]:
@@ -134,20 +119,34 @@ class _Candidate:
     title_terms: frozenset[str]
     words: tuple[tuple[int, str], ...] = ()  # (offset, stem) of every word, for distances
     section_terms: frozenset[str] = frozenset()  # the words of its section's heading ("5.7 Limitations of ...")
+    chunk: StoredChunk | None = None  # the chunk it is in, and where in its text: what a claim cites
+    start: int = 0
+    end: int = 0
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One line of an extracted answer: its text (one unit, or a unit with the one it points back at), its source
+    number, the spans it quotes (chunk, start, end), and whether it answers or supports."""
+
+    text: str
+    n: int
+    spans: tuple[tuple[StoredChunk, int, int, str], ...]  # (chunk, start, end, the unit's text)
+    answering: bool
 
 
 @lru_cache(maxsize=2048)  # ~10 KB a chunk of a real paper: ~20 MB at most
-def _read(text: str) -> tuple[tuple[Unit, Counter[str], tuple[tuple[int, str], ...]], ...]:
-    """A passage's units with their counted terms and stemmed words: the same passages (a paper's Introduction,
-    the chunks around a hit) come back question after question, and splitting and stemming them is most of
-    what an extracted answer costs. Read-only: callers share what is cached."""
+def _read(text: str) -> tuple[tuple[Unit, Counter[str], tuple[tuple[int, str], ...], int, int], ...]:
+    """A passage's units with their counted terms, stemmed words and spans: the same passages (a paper's
+    Introduction, the chunks around a hit) come back question after question, and splitting and stemming them is
+    most of what an extracted answer costs. Read-only: callers share what is cached."""
     out = []
-    for unit in units(text):
+    for unit, start, end in units_at(text):
         if unit.row is None and len(unit.text) <= 20:
             continue
         counted = Counter(terms(_AUTHOR_YEAR.sub(" ", unit.text)))
         words = tuple((m.start(), _stem(m.group(0).lower())) for m in _WORD.finditer(unit.text))
-        out.append((unit, counted, words))
+        out.append((unit, counted, words, start, end))
     return tuple(out)
 
 
@@ -158,8 +157,9 @@ def _candidates(evidence: list[Evidence]) -> list[_Candidate]:
         title = frozenset(terms(ev.title))
         for chunk in ev.chunks:
             section = frozenset(terms(chunk.section_title))
-            for unit, counted, words in _read(chunk.text):
-                out.append(_Candidate(unit, n, chunk.chunk_index in ev.hits, counted, title, words, section))
+            for unit, counted, words, start, end in _read(chunk.text):
+                hit = chunk.chunk_index in ev.hits
+                out.append(_Candidate(unit, n, hit, counted, title, words, section, chunk, start, end))
     return out
 
 
@@ -171,6 +171,8 @@ class _Scorer:
         self.df = Counter(t for c in candidates for t in c.terms)
         self.avg_len = sum(sum(c.terms.values()) for c in candidates) / len(candidates) or 1.0
         self.query_numbers = {q for _, q in quantities(query)}
+        self.given = EvidenceIndex.of([query])  # the figures the question states itself: given, not answers
+        self.codes = _codes(query, candidates)
         self._relatives_of: dict[str, tuple[str, ...]] = {}
 
     def _relatives(self, t: str) -> tuple[str, ...]:
@@ -219,7 +221,9 @@ class _Scorer:
     def _fit_one(self, ask: Ask, c: _Candidate, qt: QuestionType, q: list[str]) -> float:
         text = c.unit.text
         if ask is Ask.NUMBER:
-            found = [(i, v) for i, v in quantities(text) if v not in self.query_numbers]
+            # A quantity the question states ("on 100,000 sentences", "a 512 x 512 image") sets the scene; the
+            # answer is a quantity it does not state.
+            found = [(i, v) for i, v in quantities(text) if v not in self.query_numbers and not self._given(v)]
             if not found:
                 return 0.6
             offsets = [i for i, _ in found]
@@ -239,16 +243,29 @@ class _Scorer:
         pattern, gain = _PATTERNS[ask]
         return gain if pattern.search(text) else 0.9
 
+    def _given(self, quantity: str) -> bool:
+        """True when every number of `quantity` is one the question states (in any form: "100, 000", "2.16Ghz")."""
+        figures = numbers(quantity)
+        return bool(figures) and all(self.given.holds(f) for f in figures)
+
+    def qualified(self, c: _Candidate) -> float:
+        """The share of the question's codes (`_codes`) the unit holds: "WOEparse", "CN1", "8TiO2", "T08"."""
+        if not self.codes:
+            return 0.0
+        held = _tokens(c.unit.text)
+        return sum(1 for code in self.codes if code in held) / len(self.codes)
+
     def score(self, c: _Candidate, qt: QuestionType, q: list[str], lexical: float, near: float = 0.0) -> float:
         """The candidate's score given its own `lexical` relevance and its best neighbour's (`near`), which
-        counts unless the unit lacks what is asked: the figure often follows the sentence naming the topic."""
+        counts unless the unit lacks what is asked: the figure often follows the sentence naming the topic. A unit
+        holding the question's codes (the run, the specimen, the row it asks about) counts more."""
         fit = self.fit(c, qt, q)
         if fit >= 1.0:
             lexical += _NEIGHBOUR * near
         if lexical == 0.0:
             return 0.0
         text = c.unit.text
-        s = lexical * fit
+        s = lexical * fit * (1.0 + _QUALIFIED * self.qualified(c))
         if c.unit.row is None and _CAPTION.match(text):
             s *= 0.6  # a caption names what a table shows, rarely the answer itself
         if text.rstrip().endswith("?"):
@@ -273,6 +290,31 @@ class _Scorer:
             ]
             out[i] = self.score(c, qt, q, lex[i], max(near, default=0.0))
         return out
+
+
+_QUALIFIED = 0.6  # how much more a unit holding all of the question's codes counts
+_TOKEN = re.compile(r"[^\s/–—(),;:\[\]]+")
+_CODE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])|[a-z]+[A-Z]|[A-Z]{2,}")  # a digit and a letter, CamelCase, acronym
+_CODE_SHARE = 0.25  # a code held by more of the evidence's units than this names the topic, not the one asked
+
+
+def _tokens(text: str) -> frozenset[str]:
+    """The tokens of a text as printed, stripped of closing punctuation: "Al–4Cu/8TiO2" -> Al, 4Cu, 8TiO2."""
+    return frozenset(t.strip(".,;:!?'\"’”") for t in _TOKEN.findall(text))
+
+
+def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
+    """The question's codes: tokens that name one run, specimen, model or row among several ("WOEparse", "CN1",
+    "8TiO2", "T08", "Y369F") by their shape (digits with letters, inner capitals, acronyms), and that only a few of
+    the evidence's units hold (a code every unit holds, the paper's own name, says which paper, not which row)."""
+    codes = {t for t in _tokens(query) if len(t) >= 2 and _CODE.match(t) and not _YEAR.fullmatch(t)}
+    if not codes or not candidates:
+        return frozenset()
+    held = [_tokens(c.unit.text) for c in candidates]
+    return frozenset(code for code in codes if 0 < sum(code in h for h in held) <= _CODE_SHARE * len(held))
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d[a-z]?")
 
 
 def _proximity(c: _Candidate, offsets: list[int], q: list[str]) -> float:
@@ -332,8 +374,8 @@ def _query_terms(text: str) -> list[str]:
     return terms(translate(_ZH_ASKING.sub(" ", text)))
 
 
-def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_source: int = 3) -> list[tuple[str, int]]:
-    """(sentence, citation number) pairs, the answering ones first; numbers count from 1 in `evidence` order."""
+def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_source: int = 3) -> list[Pick]:
+    """The lines that answer, then those that support; source numbers count from 1 in `evidence` order."""
     candidates = _candidates(evidence)
     if not candidates:
         return []
@@ -346,7 +388,7 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
         # Nothing shares a word with the query: the hits' own sentences, in order.
         ranked = [i for i in range(len(candidates)) if candidates[i].in_hit] or list(range(len(candidates)))
 
-    picked: list[list[int]] = []  # each line quotes a run of consecutive units
+    picked: list[tuple[list[int], bool]] = []  # each line quotes a run of consecutive units; does it answer?
     used: Counter[int] = Counter()
     seen: set[int] = set()
 
@@ -357,7 +399,7 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
         run = [i]
         if answering and (j := i - 1) >= 0 and j not in seen and _leans_back(c, candidates[j]):
             run = [j, i]  # "Thus, the external validity ... is limited" needs the sentence it follows from
-        picked.append(run)
+        picked.append((run, answering))
         seen.update(run)
         used[c.n] += 1
 
@@ -373,21 +415,57 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
             if max(alone, key=lambda i: (alone[i], -i)) in seen:
                 continue  # the unit that best answers the part alone is already quoted
             # Otherwise its best unit among the rest, the words the quoted lines hold counting less.
-            covered = frozenset(t for run in picked for i in run for t in candidates[i].terms)
+            covered = frozenset(t for run, _ in picked for i in run for t in candidates[i].terms)
             best = _best(scorer.scores(pt, pq, covered, frozenset(seen)), scores)
             if best >= 0:
                 take(best, answering=True)
+    picked[:] = _join_answers(picked, candidates)
+    seen.update(i for run, _ in picked for i in run)
     for i in ranked:
         take(i)
     # The same sentence may stand in two sources (overlapping windows): it is quoted once.
-    out: list[tuple[str, int]] = []
+    out: list[Pick] = []
     quoted: set[str] = set()
-    for run in picked:
+    for run, answering in picked:
         text = " ".join(candidates[i].unit.text for i in run)
         if text.casefold() not in quoted:
             quoted.add(text.casefold())
-            out.append((text, candidates[run[-1]].n))
+            out.append(Pick(text, candidates[run[-1]].n, _spans([candidates[i] for i in run]), answering))
     return out
+
+
+_JOIN_GAP = 2  # sentences between two answering ones of one chunk that are quoted with them as one passage
+
+
+def _join_answers(picked: list[tuple[list[int], bool]], candidates: list[_Candidate]) -> list[tuple[list[int], bool]]:
+    """The lines that answer parts of the question and stand close together in one chunk (the number of
+    documents in one sentence, the datasets' names in the next) become the first line: the passage from the
+    first to the last, quoted whole, so the answer leads with one span that answers every part it can."""
+    if not picked:
+        return picked
+    lead, rest = picked[0][0], []
+    for run, answering in picked[1:]:
+        joined = list(range(min(*lead, *run), max(*lead, *run) + 1))
+        gap = len(joined) - len(set(lead) | set(run))
+        if answering and gap <= _JOIN_GAP and len({id(candidates[i].chunk) for i in joined}) == 1:
+            lead = joined
+        else:
+            rest.append((run, answering))
+    return [(lead, picked[0][1]), *rest]
+
+
+def _spans(run: list[_Candidate]) -> tuple[tuple[StoredChunk, int, int, str], ...]:
+    """The spans a line quotes: one per chunk its units are in, from the first unit's start to the last's end."""
+    out: list[tuple[StoredChunk, int, int, str]] = []
+    for c in run:
+        if c.chunk is None:
+            continue
+        if out and out[-1][0] is c.chunk:
+            chunk, start, _, shown = out[-1]
+            out[-1] = (chunk, start, c.end, f"{shown} {c.unit.text}")
+        else:
+            out.append((c.chunk, c.start, c.end, c.unit.text))
+    return tuple(out)
 
 
 def _best(part_scores: dict[int, float], scores: dict[int, float]) -> int:
@@ -411,10 +489,33 @@ def strip_references(sentence: str) -> str:
     return _REFERENCE.sub("", sentence).strip()
 
 
-def extractive_answer(query: str, evidence: list[Evidence], max_sentences: int = 6, header: str = HEADER) -> str:
+@dataclass(frozen=True)
+class Extracted:
+    """An extracted answer: its text (a header, then one cited line each) and its claims, one per quoted span."""
+
+    text: str
+    claims: list[Claim]
+
+
+def extracted(query: str, evidence: list[Evidence], max_sentences: int = 6, header: str = HEADER) -> Extracted:
     """The cited sentences as a short list under a header that says they are extracted; the paper's own
-    reference numbers are stripped, so every [n] is one of our sources."""
-    picked = extract(query, evidence, max_sentences)
-    if not picked:
-        return "No passage in the knowledge base answers this question."
-    return "\n".join([header, *(f"- {strip_references(s)} [{n}]" for s, n in picked)])
+    reference numbers are stripped, so every [n] is one of our sources. Each line's spans are its claims."""
+    picks = extract(query, evidence, max_sentences)
+    if not picks:
+        return Extracted("No passage in the knowledge base answers this question.", [])
+    lines = [header]
+    claims: list[Claim] = []
+    for pick in picks:
+        role: Role = "answer" if pick.answering else "support"
+        if role == "support" and lines[-1] != SUPPORT and len(lines) > 1:
+            lines.append(SUPPORT)  # the lines that answer first, then those that back them, marked as such
+        claims += [
+            quoted(chunk, a, b, n=pick.n, role=role, shown=strip_references(unit)) for chunk, a, b, unit in pick.spans
+        ]
+        lines.append(f"- {strip_references(pick.text)} [{pick.n}]")
+    return Extracted("\n".join(lines), placed(claims, "\n".join(lines)))
+
+
+def extractive_answer(query: str, evidence: list[Evidence], max_sentences: int = 6, header: str = HEADER) -> str:
+    """The text of `extracted`."""
+    return extracted(query, evidence, max_sentences, header).text

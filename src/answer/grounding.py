@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 from ..rag.cues import STOPWORDS
 from .question_type import Ask, question_type
+from .sentences import sentence_spans
 
 # --- numbers ---------------------------------------------------------------------------------------------------
 
@@ -249,25 +250,6 @@ def _plain_numbers(text: str) -> str:
     return re.sub(r"(\d)-\s*\n\s*(\d)", r"\1\2", unicodedata.normalize("NFKC", text))
 
 
-def _sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence or list item of an answer (Markdown lines kept apart)."""
-    spans: list[tuple[int, int]] = []
-    for line in re.finditer(r"[^\n]+", text):
-        start = line.start()
-        for m in re.finditer(r"(?<=[.!?。！？])\s+(?=[A-Z\[(\"“*\d])", line.group(0)):
-            end = line.start() + m.start()
-            # "e.g. 3", "et al. 2020", "Fig. 2", "1.5": not a sentence end
-            piece = text[start:end]
-            if re.search(r"(?:\be\.g|\bi\.e|\bet al|\bFig|\bEq|\bSec|\bvs|\bNo|\bapprox)\.$", piece, re.I):
-                continue
-            if re.fullmatch(r"\s*(?:[-*•]\s*)?\d{1,2}\.", piece):
-                continue  # a list item's number
-            spans.append((start, end))
-            start = line.start() + m.end()
-        spans.append((start, line.end()))
-    return [(a, b) for a, b in spans if text[a:b].strip()]
-
-
 def _stems(text: str) -> set[str]:
     """Words of 3+ letters, lower-case, a plural "s" dropped: "windows" and "window" are one word here."""
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in re.findall(r"[a-z][a-z0-9-]{2,}", text.lower())}
@@ -295,7 +277,7 @@ def check(answer: str, evidence: Sequence[str], question: str = "") -> Grounding
     report = GroundingReport()
     key = False
     numbers_found = numbers_checked = 0
-    for start, end in _sentences(answer):
+    for start, end in sentence_spans(answer):
         sentence = answer[start:end]
         missing: list[str] = []
         for fig in [*numbers(sentence), *names(sentence)]:

@@ -11,6 +11,7 @@ from ..rag.registry import OperatorRun
 from ..rag.retrieval import Models
 from ..rag.route import Route
 from ..rag.store import StoredChunk
+from .claims import Claim
 from .grounding import GroundingReport
 
 
@@ -129,6 +130,11 @@ class Answer(BaseModel):
     )
     route: Route
     sources: list[Source] = Field(default_factory=list, description="Best first; [n] in the answer refers to n.")
+    claims: list[Claim] = Field(
+        default_factory=list,
+        description="The answer's sentences, each with the span of the chunk it rests on and a verdict (claims.py); "
+        "the first of role `answer` is what answers the question.",
+    )
     mode: Literal["agent", "single-shot", "fallback"] = Field(
         "single-shot",
         description="agent: the agent answered; single-shot: retrieval then one answer; fallback: the agent could "

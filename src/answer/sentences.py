@@ -124,31 +124,113 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text` (an answer), split as `split_sentences` splits them, its lines (a
+    Markdown list's items) kept apart; a list marker ("1.", "-") stays with the sentence it opens."""
+    spans: list[tuple[int, int]] = []
+    for line in re.finditer(r"[^\n]+", text):
+        squeezed, where = _squeeze(line.group(0))
+        at, carry = 0, -1
+        for sentence in split_sentences(squeezed):
+            begin = squeezed.find(sentence, at)
+            at = begin + len(sentence)
+            if _LIST_MARKER.fullmatch(sentence):
+                carry = begin if carry < 0 else carry
+                continue
+            first = begin if carry < 0 else carry
+            carry = -1
+            spans.append((line.start() + where[first], line.start() + where[at - 1] + 1))
+    return spans
+
+
+_LIST_MARKER = re.compile(r"(?:[-*•]\s*)?(?:\d{1,2}[.)])?")
+
+
 def units(text: str) -> list[Unit]:
     """The quotable units of a passage: its table-row lines whole, its prose as sentences (hyphenation at
     line ends joined), debris left out and a sentence's debris tail cut off."""
-    text = _HYPHEN_BREAK.sub("", text.replace("\u00ad", ""))
-    out: list[Unit] = []
-    prose: list[str] = []
+    return [unit for unit, _, _ in units_at(text)]
+
+
+def units_at(text: str) -> list[tuple[Unit, int, int]]:
+    """`units(text)`, each with where it stands in `text`: (unit, start, end), `text[start:end]` being the unit as
+    printed (its line breaks, spacing and hyphenation as they are; a trimmed debris tail left out). A claim cites
+    exactly that span of its chunk."""
+    clean, to_raw = _without_breaks(text)
+    out: list[tuple[Unit, int, int]] = []
+    block: list[tuple[int, str]] = []  # the prose lines of a paragraph: (offset in `clean`, line)
 
     def flush() -> None:
-        for s in split_sentences(" ".join(prose)):
-            s = trim_debris(s)
-            if s and not is_debris(s):
-                out.append(Unit(s))
-        prose.clear()
+        if not block:
+            return
+        joined = " ".join(line for _, line in block)
+        # Where each character of `joined` is in `clean`: a joining space stands for the line break it replaced.
+        in_clean: list[int] = []
+        for k, (start, line) in enumerate(block):
+            in_clean.extend(range(start, start + len(line)))
+            if k < len(block) - 1:
+                in_clean.append(start + len(line))
+        squeezed, in_joined = _squeeze(joined)
+        at = 0
+        for sentence in split_sentences(joined):  # each is a substring of `squeezed`, in order
+            begin = squeezed.find(sentence, at)
+            at = begin + len(sentence)
+            unit = trim_debris(sentence)
+            if not unit or is_debris(unit):
+                continue
+            shown = unit[: -len(_ELLIPSIS)] if unit != sentence and unit.endswith(_ELLIPSIS) else unit
+            first, last = in_joined[begin], in_joined[begin + len(shown) - 1]
+            out.append((Unit(unit), to_raw[in_clean[first]], to_raw[in_clean[last]] + 1))
+        block.clear()
 
-    for line in text.splitlines():
-        row = table_row(line)
+    offset = 0
+    for line in clean.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        row = table_row(body)
         if row is not None:
             flush()
-            out.append(Unit(row.render(), row))
-        elif not line.strip():
+            lead = len(body) - len(body.lstrip())
+            out.append((Unit(row.render(), row), to_raw[offset + lead], to_raw[offset + len(body.rstrip()) - 1] + 1))
+        elif not body.strip():
             flush()
         else:
-            prose.append(line)
+            block.append((offset, body))
+        offset += len(line)
     flush()
     return out
+
+
+_ELLIPSIS = " …"  # what `trim_debris` puts where it cut a sentence
+
+
+def _without_breaks(text: str) -> tuple[str, list[int]]:
+    """`text` without soft hyphens and without the hyphens of words broken at a line end ("impro-\nvement"), and
+    for each character left its index in `text`."""
+    kept = [(i, ch) for i, ch in enumerate(text) if ch != "\u00ad"]
+    soft = "".join(ch for _, ch in kept)
+    dropped: set[int] = set()
+    for m in _HYPHEN_BREAK.finditer(soft):
+        dropped.update(range(m.start(), m.end()))
+    chars = [(kept[i][0], ch) for i, ch in enumerate(soft) if i not in dropped]
+    return "".join(ch for _, ch in chars), [i for i, _ in chars]
+
+
+def _squeeze(text: str) -> tuple[str, list[int]]:
+    """`" ".join(text.split())`, and for each of its characters the index in `text` it comes from."""
+    chars: list[str] = []
+    where: list[int] = []
+    space = False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            space = bool(chars)
+            continue
+        if space:
+            chars.append(" ")
+            where.append(i - 1)
+            space = False
+        chars.append(ch)
+        where.append(i)
+    return "".join(chars), where
 
 
 def _symbolic(token: str) -> bool:
@@ -230,4 +312,4 @@ def trim_debris(sentence: str) -> str:
 
 def _cut(sentence: str, tokens: list[str], at: int) -> str:
     head = " ".join(tokens[:at]).rstrip(" ,;:(")
-    return head + " …" if len(_WORDISH.findall(head)) >= 6 else sentence
+    return head + _ELLIPSIS if len(_WORDISH.findall(head)) >= 6 else sentence

@@ -296,11 +296,12 @@ def evaluate(
 def _print_answer(answer: Answer) -> None:
     from rich.panel import Panel
 
-    from ..chat import how_answered, source_line
+    from ..chat import LEGEND, how_answered, source_line, with_verdicts
 
     title = f"Track {answer.track} · {answer.track_label} · {how_answered(answer)}"
-    body = terminal.answer(answer.answer, extractive=answer.extractive)
-    console.print(Panel(body, title=title, title_align="left"))
+    console.print(Panel(with_verdicts(answer), title=title, title_align="left"))
+    if answer.claims:
+        console.print(f"[dim]{LEGEND}[/dim]", highlight=False)
     for s in answer.sources:
         console.print(source_line(s, chunks=True))
     for note in answer.notes:

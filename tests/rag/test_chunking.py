@@ -140,3 +140,23 @@ def test_pdf_chunks_point_at_their_lines(
         longest = max(paper.paragraphs, key=lambda p: len(p.boxes))
         parts = [c for c in chunks if c.kind == "chunk" and c.text.split()[-1] in longest.text]
         assert any(0 < len(c.metadata["boxes"]) < len(longest.boxes) for c in parts)
+
+
+def test_each_line_says_where_its_text_starts_in_the_chunk(shared_papers: Path) -> None:
+    """`box_starts`: the offset in a chunk's text where each box's line begins, so a span of the text (a claim) is
+    drawn by its own lines; the text from one start to the next is on that line."""
+    pdf = shared_papers / "osdi2004_mapreduce.pdf"
+    words = PageWords(pdf)
+    lines = aligned = 0
+    for c in chunk_paper(parse_pdf(pdf), local_token_counter()):
+        boxes, starts = c.metadata["boxes"], c.metadata["box_starts"]
+        assert len(starts) == len(boxes) and starts == sorted(starts) and all(0 <= s < len(c.text) for s in starts)
+        for i, box in enumerate(boxes):
+            said = set(
+                re.findall(r"[a-z]{4,}", c.text[starts[i] : starts[i + 1] if i + 1 < len(starts) else None].lower())
+            )
+            if said:
+                lines += 1
+                printed = set(re.findall(r"[a-z]{4,}", words.inside(box["page"], box["rect"]).lower()))
+                aligned += len(said & printed) >= 0.7 * len(said)
+    assert lines > 500 and aligned >= 0.95 * lines

@@ -77,6 +77,7 @@ class _Piece:
     ends_paragraph: bool
     starts_paragraph: bool = True
     boxes: list[Box] | None = None  # the boxes of the lines it came from; None: its paragraph's
+    start: int = -1  # where its text starts in its paragraph's text (-1: not known, looked for)
 
 
 @dataclass
@@ -223,7 +224,7 @@ def _pieces(paragraphs: list[tuple[int, Paragraph]], budget: int, tokens: TokenC
             if len(parts) > 1 and start >= 0:  # a paragraph split across pieces: the lines of this piece
                 boxes = _boxes_between(p, start, start + len(text))
                 at = start + len(text)
-            out.append(_Piece(text, n, page, i, j == len(parts) - 1, j == 0, boxes))
+            out.append(_Piece(text, n, page, i, j == len(parts) - 1, j == 0, boxes, start))
     return out
 
 
@@ -289,7 +290,7 @@ class _Builder:
         captions = [c for p in draft.pieces if p.starts_paragraph for c in paper.paragraphs[p.paragraph].captions]
         is_caption = all(paper.paragraphs[i].kind == "caption" for i in paragraphs)
         parent = paper.parent_of(section)
-        boxes = _union_boxes(paper, draft.pieces)
+        boxes, box_starts = _located_boxes(paper, draft.pieces)
         # The boxes know the pages a chunk's text is on (a paragraph may run onto the next page); without
         # them (Markdown), the pages of the pieces.
         pages = [b["page"] for b in boxes] or [p.page for p in draft.pieces]
@@ -300,6 +301,8 @@ class _Builder:
             "strategy": self.strategy,
             "section_id": section.id,
             "boxes": boxes,
+            # Where each box's line starts in `text`: a span of the text (a claim) is highlighted by its lines.
+            "box_starts": box_starts,
         }
         metadata.update(extra or {})
         if index is None:
@@ -321,17 +324,36 @@ class _Builder:
         return chunk
 
 
-def _union_boxes(paper: Paper, pieces: list[_Piece]) -> list[dict[str, Any]]:
-    """Where a chunk's text stands: the boxes of its pieces' lines, each once, in reading order."""
+def _located_boxes(paper: Paper, pieces: list[_Piece]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Where a chunk's text stands: the boxes of its pieces' lines, each once, in reading order, and where each
+    line's text starts in the chunk's text (its pieces joined by one space)."""
     seen: set[tuple[int, tuple[float, float, float, float]]] = set()
-    out: list[dict[str, Any]] = []
+    boxes: list[dict[str, Any]] = []
+    starts: list[int] = []
+    offset = 0
     for piece in pieces:
-        boxes = piece.boxes if piece.boxes is not None else paper.paragraphs[piece.paragraph].boxes
-        for b in boxes:
+        for b, at in _lines_of(paper.paragraphs[piece.paragraph], piece):
             if (b.page, b.rect) not in seen:
                 seen.add((b.page, b.rect))
-                out.append({"page": b.page, "rect": list(b.rect)})
-    return out
+                boxes.append({"page": b.page, "rect": list(b.rect)})
+                starts.append(offset + at)
+        offset += len(piece.text) + 1
+    return boxes, starts
+
+
+def _lines_of(p: Paragraph, piece: _Piece) -> list[tuple[Box, int]]:
+    """The boxes of the lines `piece` came from, each with where its text starts in the piece's text (0 for all of
+    them when the paragraph does not say where its lines start)."""
+    begin = piece.start if piece.start >= 0 else p.text.find(piece.text)
+    if len(p.box_starts) != len(p.boxes) or not p.boxes or begin < 0:
+        return [(b, 0) for b in (piece.boxes if piece.boxes is not None else p.boxes)]
+    end = begin + len(piece.text)
+    ends = [*p.box_starts[1:], len(p.text)]
+    return [
+        (b, max(0, s - begin))
+        for b, s, e in zip(p.boxes, p.box_starts, ends, strict=True)
+        if s < end and max(e, s + 1) > begin
+    ]
 
 
 def _runs(paragraphs: list[tuple[int, Paragraph]]) -> Iterator[list[tuple[int, Paragraph]]]:

@@ -15,6 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
+from ...answer.claims import span_boxes
 from ...isolation import Cancelled, Crashed, OverMemory, OverTime
 from ...parser.page_image import (
     DEFAULT_DPI,
@@ -64,13 +65,26 @@ async def page_image(
     width: Annotated[
         int | None, Query(ge=MIN_WIDTH, le=MAX_WIDTH, description="Width in pixels, instead of dpi.")
     ] = None,
+    span: Annotated[
+        str | None,
+        Query(
+            pattern=r"^\d{1,7}-\d{1,7}$",
+            description="START-END: only the lines holding the chunk's text from START to END (a claim's span).",
+        ),
+    ] = None,
     kb: KbQuery = None,
 ) -> Response:
     """Page `page` of the paper's PDF as PNG; with `chunk`, the boxes of the lines that chunk came from drawn over
-    it (headers `X-Paperscope-Boxes`: how many lie on this page; `X-Paperscope-Scale`: pixels per PDF point).
-    410 when the PDF is no longer on disk; 422 when the page takes longer to draw than the server allows."""
+    it, with `span` only those of the lines its text from START to END is on (headers `X-Paperscope-Boxes`: how
+    many lie on this page; `X-Paperscope-Scale`: pixels per PDF point). 410 when the PDF is no longer on disk; 422
+    when the page takes longer to draw than the server allows."""
     if dpi is not None and width is not None:
         raise ApiError(400, "invalid_option", "dpi and width: give one of them, not both")
+    if span is not None and chunk is None:
+        raise ApiError(400, "invalid_option", "span: give the chunk it is a span of (chunk=I)")
+    start, end = (int(v) for v in span.split("-")) if span is not None else (0, 0)
+    if span is not None and start >= end:
+        raise ApiError(400, "invalid_option", f"span {span}: its start must come before its end")
     target = service.library.get(kb)
 
     def locate() -> tuple[FilePath, list[Rect]]:
@@ -86,7 +100,10 @@ async def page_image(
                 raise ApiError(
                     404, "unknown_chunk", f"paper {record.doc_id} has no chunk {chunk} (it has {record.n_chunks})"
                 )
-            rects = chunk_rects(found[0].metadata or {}, page)
+            metadata = found[0].metadata or {}
+            if span is not None:
+                metadata = {**metadata, "boxes": span_boxes(found[0], start, end)}
+            rects = chunk_rects(metadata, page)
         return find_pdf(record), rects
 
     path, rects = await service.run(locate)

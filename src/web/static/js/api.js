@@ -117,9 +117,10 @@ export async function streamChat(body, onEvent) {
 }
 
 /** A page image as a blob: URL (revoke it when done) and the pixels per PDF point it was drawn at. */
-export async function pageImage(docId, page, { chunk = null, width = null } = {}) {
+export async function pageImage(docId, page, { chunk = null, span = null, width = null } = {}) {
   const query = new URLSearchParams();
   if (chunk !== null && chunk !== undefined) query.set("chunk", String(chunk));
+  if (span && chunk !== null && chunk !== undefined) query.set("span", `${span[0]}-${span[1]}`);
   if (width) query.set("width", String(width));
   const path = `/v1/documents/${encodeURIComponent(docId)}/pages/${page}.png?${query}`;
   const response = await request(path);

@@ -11,7 +11,7 @@ const TRACK = { A: "one paper", B: "across papers", NONE: "not in the knowledge 
 const HISTORY = 20;
 
 export class Chat {
-  /** onCite(source): open the cited chunk's page. */
+  /** onCite(source, claim): open the cited chunk's page (the claim's span of it, when there is one). */
   constructor({ onCite }) {
     this.onCite = onCite;
     this.history = []; // [{role, content, sources}] as POST /v1/chat takes it
@@ -85,7 +85,7 @@ export class Chat {
 
   showAnswer(message, body, answer) {
     const sources = new Map(answer.sources.map((s) => [s.n, s]));
-    body.replaceChildren(...this.withCitations(answer.answer, sources));
+    body.replaceChildren(...this.withClaims(answer.answer, sources, answer.claims || []));
     message.dataset.track = answer.track;
     message.dataset.mode = answer.mode;
     for (const note of answer.notes || []) message.append(el("p", { class: "note muted", text: note }));
@@ -112,31 +112,84 @@ export class Chat {
     message.scrollIntoView({ block: "end" });
   }
 
-  /** The answer's text as text nodes, each [n] naming a source as a button that opens it. */
-  withCitations(text, sources) {
+  /**
+   * The answer's text as text nodes, each claim's sentence in an element with its verdict beside it, each [n] a
+   * button that opens the claim it cites (only that sentence's lines highlighted), else its source.
+   */
+  withClaims(text, sources, claims) {
+    const located = claims.filter((c) => Array.isArray(c.at)).sort((a, b) => a.at[0] - b.at[0]);
+    const cites = [...text.matchAll(CITE)]
+      .map((m) => ({ start: m.index, end: m.index + m[0].length, numbers: m[1].split(/\s*[,;–-]\s*/).map(Number) }))
+      .filter((c) => c.numbers.every((n) => sources.has(n)));
     const parts = [];
-    let last = 0;
-    for (const match of text.matchAll(CITE)) {
-      const numbers = match[1].split(/\s*[,;–-]\s*/).map(Number);
-      if (!numbers.every((n) => sources.has(n))) continue;
-      parts.push(textNode(text.slice(last, match.index)));
-      for (const n of numbers) parts.push(this.citeButton(sources.get(n)));
-      last = match.index + match[0].length;
+    let pos = 0;
+    let open = null; // the claim element being filled
+    const push = (node) => (open ? open.element : { append: (n) => parts.push(n) }).append(node);
+    const stops = new Set([0, text.length]);
+    for (const c of located) stops.add(c.at[0]).add(c.at[1]);
+    for (const c of cites) stops.add(c.start).add(c.end);
+    const points = [...stops].filter((p) => p >= 0 && p <= text.length).sort((a, b) => a - b);
+    for (const point of points) {
+      if (point > pos) {
+        const cite = cites.find((c) => c.start === pos);
+        if (cite) {
+          for (const n of cite.numbers) push(this.citeButton(sources.get(n), claimOf(located, n, pos)));
+          pos = cite.end;
+        } else {
+          push(textNode(text.slice(pos, point)));
+          pos = point;
+        }
+        if (pos > point) continue; // a boundary inside a citation's brackets: its claim closes after them
+      }
+      if (open && open.claim.at[1] <= pos) {
+        open.element.append(verdictBadge(open.claim));
+        open = null;
+      }
+      const starting = located.find((c) => c.at[0] === point && c.at[1] > point);
+      if (starting && !open) {
+        open = { claim: starting, element: claimElement(starting) };
+        parts.push(open.element);
+      }
     }
-    parts.push(textNode(text.slice(last)));
     return parts;
   }
 
-  citeButton(source) {
+  citeButton(source, claim = null) {
+    const dataset = { n: String(source.n), citation: source.citation };
+    if (claim && claim.citation) Object.assign(dataset, { claim: claim.citation, span: claim.span.join("-") });
     return el("button", {
       type: "button",
       class: "cite",
       text: `[${source.n}]`,
       title: `${source.title}, ${pagesLabel(source.pages[0], source.pages[1])}`,
-      dataset: { n: String(source.n), citation: source.citation },
-      on: { click: () => this.onCite(source) },
+      dataset,
+      on: { click: () => this.onCite(source, claim && claim.citation ? claim : null) },
     });
   }
+}
+
+const VERDICTS = {
+  supported: ["✓", "supported: the cited passage says this"],
+  partial: ["◐", "partly supported: the cited passage says some of this"],
+  unsupported: ["✗", "not supported: nothing read says this"],
+};
+
+function claimElement(claim) {
+  return el("span", { class: `claim ${claim.verdict} ${claim.role}`, dataset: { verdict: claim.verdict, role: claim.role } });
+}
+
+function verdictBadge(claim) {
+  const [mark, meaning] = VERDICTS[claim.verdict] || ["?", claim.verdict];
+  const missing = claim.missing && claim.missing.length ? ` (${claim.missing.join(", ")} not in the sources)` : "";
+  return el("span", { class: `verdict ${claim.verdict}`, title: meaning + missing, "aria-label": meaning + missing, text: ` ${mark}` });
+}
+
+/** The claim an [n] at `pos` cites: the claim holding it, else the one just before it, with that source number. */
+function claimOf(claims, n, pos) {
+  const holding = claims.find((c) => c.n === n && c.at[0] <= pos && pos < c.at[1]);
+  if (holding) return holding;
+  const before = claims.filter((c) => c.n === n && c.at[1] <= pos && pos - c.at[1] <= 3);
+  return before.length ? before[before.length - 1] : null;
 }
 
 /** Which way the answer came: track, route, mode, the tools called, timings, models, tokens. */

@@ -59,7 +59,9 @@ async function start() {
   });
   const papers = new PapersPanel({ onOpen: (paper) => viewer.showPaper(paper) });
   const viewer = new Viewer({ papers });
-  const chat = new Chat({ onCite: (source) => viewer.showSource(source) });
+  const chat = new Chat({
+    onCite: (source, claim) => (claim ? viewer.showClaim(claim, source.title) : viewer.showSource(source)),
+  });
   showHealth();
   await papers.refresh();
   const question = new URLSearchParams(window.location.search).get("q");

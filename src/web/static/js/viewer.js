@@ -28,6 +28,12 @@ export class Viewer {
     await this.showChunk(source.doc_id, source.chunk_index, source.title, source.page);
   }
 
+  /** Open a claim: the page of the span it rests on, only that span's lines highlighted, and its chunk. */
+  async showClaim(claim, title) {
+    const [docId, index] = claim.citation.split(/:(?=\d+$)/);
+    await this.showChunk(docId, Number(index), title, claim.page, { span: claim.span, boxes: claim.boxes });
+  }
+
   /** Open a paper at page 1 without a highlight. */
   async showPaper(paper) {
     this.state = { docId: paper.doc_id, title: paper.title, page: 1, pages: paper.pages, chunk: null, boxes: [] };
@@ -36,7 +42,8 @@ export class Viewer {
     await this.render();
   }
 
-  async showChunk(docId, chunkIndex, title, page) {
+  /** Open a chunk; with `span` (a claim's), only the lines of that span of its text are highlighted. */
+  async showChunk(docId, chunkIndex, title, page, { span = null, boxes = null } = {}) {
     const known = this.papers.paper(docId);
     this.state = {
       docId,
@@ -44,13 +51,14 @@ export class Viewer {
       page,
       pages: known ? known.pages : null,
       chunk: chunkIndex,
+      span,
       boxes: [],
     };
     this.panel.hidden = false;
     try {
       const found = await getJSON(`${pathOf(docId, "chunks", chunkIndex)}?window=${WINDOW}`);
-      this.state.boxes = found.boxes || [];
-      this.state.page = found.boxes && found.boxes.length ? found.boxes[0].page : found.page;
+      this.state.boxes = boxes && boxes.length ? boxes : found.boxes || [];
+      this.state.page = this.state.boxes.length ? this.state.boxes[0].page : found.page;
       $("viewer-where").textContent = visible(
         `${found.section_title || "(no section)"} · ${pagesLabel(found.page, found.page_end)} · chunk ${found.chunk_index}`,
       );
@@ -93,7 +101,7 @@ export class Viewer {
   }
 
   async render() {
-    const { docId, title, page, pages, chunk } = this.state;
+    const { docId, title, page, pages, chunk, span } = this.state;
     this.panel.hidden = false;
     $("viewer-title").textContent = visible(title);
     $("page-label").textContent = pages ? `page ${page} of ${pages}` : `page ${page}`;
@@ -107,7 +115,7 @@ export class Viewer {
     delete this.image.dataset.page;
     const width = Math.min(MAX_WIDTH, Math.round((this.frame.clientWidth || 800) * (window.devicePixelRatio || 1)));
     try {
-      const { url, scale } = await pageImage(docId, page, { chunk, width: Math.max(64, width) });
+      const { url, scale } = await pageImage(docId, page, { chunk, span, width: Math.max(64, width) });
       if (ticket !== this.loading) {
         URL.revokeObjectURL(url);
         return;
@@ -117,9 +125,11 @@ export class Viewer {
       this.url = url;
       this.image.onload = () => this.scrollToBoxes(scale);
       this.image.src = url;
-      this.image.alt = `page ${page} of ${title}${chunk !== null ? `, chunk ${chunk} highlighted` : ""}`;
+      const marked = span ? `the cited sentence of chunk ${chunk} highlighted` : `chunk ${chunk} highlighted`;
+      this.image.alt = `page ${page} of ${title}${chunk !== null ? `, ${marked}` : ""}`;
       this.image.dataset.page = String(page);
       this.image.dataset.chunk = chunk === null ? "" : String(chunk);
+      this.image.dataset.span = span ? `${span[0]}-${span[1]}` : "";
     } catch (error) {
       if (ticket !== this.loading) return;
       this.image.alt = "";

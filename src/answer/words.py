@@ -1,0 +1,30 @@
+"""The words of a text as the answer layer compares them: lower-cased, stemmed, function words left out."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import snowballstemmer
+
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
+STOP = frozenset(
+    str.split(
+        """a an and are as at be by can could did do does for from had has have how in into is it its many much no
+        not of on or our paper papers should than that the their then there these they this those to was we were
+        what when which who why with would you your about whose where while also been both each other such very
+        well between through authors study article show shown report reported et al"""
+    )
+)
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    stemmed: str = _STEMMER.stemWord(word)
+    return stemmed
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased, stemmed content words of `text`."""
+    return [stem(w) for w in (m.group(0).lower() for m in WORD.finditer(text)) if w not in STOP and len(w) > 1]
