@@ -159,3 +159,43 @@ def test_the_agent_streams_its_final_answer_with_renumbered_citations(
     shown = "".join(pieces)
     assert "[1]" in answer.answer and not CITE.search(shown) and sample_doc_ids["flashrank"] not in shown
     assert all(r.get("stream") is True for r in llm_env.requests)
+
+
+def half_invented_script() -> list[Reply]:
+    """The Track A run, finishing with one sentence the cited chunk holds and one with figures nobody wrote."""
+
+    def finish(request: dict[str, Any]) -> Reply:
+        read = "\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "tool")
+        cite = CITE.findall(read[: read.index("1,200,000 queries")])[-1]  # the chunk that says it
+        answer = (
+            f"FlashRank labels 1.2 million queries [{cite}]. "
+            f"Its teacher has 3.5 billion parameters and was trained in 1999 [{cite}]."
+        )
+        return ToolCalls([("finish", {"answer": answer, "sources": [cite]})])
+
+    return [*track_a_script("FlashRank")[:-1], finish]
+
+
+def test_each_sentence_of_a_models_answer_gets_its_verdict_in_json_and_in_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, sample_kb: PaperStore, sample_doc_ids: dict[str, str]
+) -> None:
+    monkeypatch.setenv("PAPERSCOPE_HOME", str(sample_kb.settings.home))
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    monkeypatch.setenv("PAPERSCOPE_LLM_MODEL", "scripted-model")
+    question = "How many queries was FlashRank trained on?"
+    with ScriptedOpenAIServer(half_invented_script() * 2) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        as_json = CliRunner().invoke(app, ["ask", question, "--json"])
+        in_terminal = CliRunner().invoke(app, ["ask", question])
+        assert server.errors == [] and server.remaining == 0
+    assert as_json.exit_code == 0 and in_terminal.exit_code == 0, as_json.stderr + in_terminal.stderr
+    claims = json.loads(as_json.stdout)["claims"]
+    held, invented = claims[:2]
+    assert held["verdict"] == "supported" and held["role"] == "answer" and held["n"] == 1
+    assert held["citation"].startswith(sample_doc_ids["flashrank"]) and "1,200,000 queries" in held["quote"]
+    assert invented["verdict"] == "unsupported" and {"3.5 billion", "1999"} <= set(invented["missing"])
+    # The terminal marks each sentence: the held one ✓, the invented one ✗, and says what the marks mean.
+    shown = " ".join(in_terminal.stdout.replace("│", " ").split())  # the panel's borders out of the way
+    assert re.search(r"1\.2 million queries \[1\]\. ✓", shown), shown
+    assert re.search(r"trained in 1999 \[1\]\. ✗ \(not in the sources: 3\.5 billion, 1999\)", shown), shown
+    assert "✓ supported · ◐ partly supported · ✗ not supported" in shown

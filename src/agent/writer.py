@@ -200,15 +200,17 @@ class AnswerWriter:
         if on_token is not None:
             for piece in streamed + added:
                 on_token(piece)
+        # The claims of the model's own sentences, as it wrote them (the marks are the answer's, not theirs).
         chunks_of = {s.n: ev.chunks for s, ev in zip(sources, evidence, strict=True)}
+        read = [c for ev in evidence for c in ev.chunks]
         if not grounded.supported:
-            claims = Reading(list(chunks_of.items()), query).claims(text, report)
+            claims = Reading(list(chunks_of.items()), query, read).claims(grounded.text, report)
             return text + "".join(added), sources, False, report, claims + besides
         by_n = {str(s.n): s for s in sources}
         order = sorted(numbering, key=lambda key: numbering[key])
         cited = [by_n[key].model_copy(update={"n": n}) for n, key in enumerate(order, start=1)]
-        reading = Reading([(n, chunks_of[int(key)]) for n, key in enumerate(order, start=1)], query)
-        return text + "".join(added), cited, supported, report, reading.claims(text, report) + besides
+        reading = Reading([(n, chunks_of[int(key)]) for n, key in enumerate(order, start=1)], query, read)
+        return text + "".join(added), cited, supported, report, reading.claims(grounded.text, report) + besides
 
     def _generate(
         self, model: BaseChatModel, query: str, context: str, on_token: Callable[[str], None] | None = None
@@ -313,8 +315,9 @@ class AnswerWriter:
         text = grounding.mark(grounded.text, report)
         order = list(grounded.order)
         # The agent's sentences rest on the chunks it cites (numbered as its sources), else on any it read.
-        reading = Reading([(n, [seen[cid]]) for n, cid in enumerate(order, start=1)], query)
-        claims = reading.claims(text, report) if order else Reading([], query).claims(text, report)
+        chunks_read = [c for c in seen.values() if c.kind == "chunk"]
+        reading = Reading([(n, [seen[cid]]) for n, cid in enumerate(order, start=1)], query, chunks_read)
+        claims = reading.claims(grounded.text, report)
         if report.key_unsupported:
             cited = [seen[c] for c in order]
             others = [c for cid, c in seen.items() if cid not in order and c.kind == "chunk"]

@@ -121,11 +121,20 @@ def _units(text: str) -> tuple[tuple[Unit, int, int, frozenset[str]], ...]:
 
 
 class Reading:
-    """The passages an answer was written from, by source number, ready to find the span a sentence rests on."""
+    """The passages an answer was written from, ready to find the span a sentence rests on: the sources it lists,
+    by number, and what else was read (a sentence whose cited passage lacks it may rest on another)."""
 
-    def __init__(self, sources: Sequence[tuple[int, Sequence[StoredChunk]]], question: str = "") -> None:
-        self.sources = [(n, list(chunks)) for n, chunks in sources]
-        self.index = EvidenceIndex.of([*(c.text for _, chunks in self.sources for c in chunks), question])
+    def __init__(
+        self,
+        sources: Sequence[tuple[int, Sequence[StoredChunk]]],
+        question: str = "",
+        others: Sequence[StoredChunk] = (),
+    ) -> None:
+        self.sources: list[tuple[int | None, list[StoredChunk]]] = [(n, list(chunks)) for n, chunks in sources]
+        listed = {c.citation for _, chunks in self.sources for c in chunks}
+        self.others = [c for c in others if c.citation not in listed]
+        read = [c.text for _, chunks in self.sources for c in chunks] + [c.text for c in self.others]
+        self.index = EvidenceIndex.of([*read, question])
         self.question = question
 
     def claims(self, text: str, report: GroundingReport | None = None, *, role: Role = "answer") -> list[Claim]:
@@ -173,11 +182,16 @@ class Reading:
 
     def _best(
         self, words: frozenset[str], figures: list[Figure], refs: list[int]
-    ) -> tuple[int, StoredChunk, int, int, int, float] | None:
-        """The unit that best holds the sentence: (n, chunk, start, end, figures held, share of words held)."""
-        cited = [(n, chunks) for n, chunks in self.sources if n in refs]
-        best: tuple[float, tuple[int, StoredChunk, int, int, int, float]] | None = None
-        for pool in (cited, self.sources) if cited else (self.sources,):
+    ) -> tuple[int | None, StoredChunk, int, int, int, float] | None:
+        """The unit that best holds the sentence: (n, chunk, start, end, figures held, share of words held); it is
+        looked for in the sources the sentence cites, then in all sources, then in what else was read."""
+        Pool = list[tuple[int | None, list[StoredChunk]]]
+        cited: Pool = [(n, chunks) for n, chunks in self.sources if n in refs]
+        rest: Pool = [(None, self.others)] if self.others else []
+        pools: list[Pool] = [cited] if cited else []
+        pools += [self.sources, self.sources + rest]
+        best: tuple[float, tuple[int | None, StoredChunk, int, int, int, float]] | None = None
+        for pool in pools:
             for n, chunks in pool:
                 for chunk in chunks:
                     for unit, start, end, held_words in _units(chunk.text):
@@ -186,8 +200,9 @@ class Reading:
                         score = 2.0 * held + share
                         if best is None or score > best[0]:
                             best = (score, (n, chunk, start, end, held, share))
-            if best is not None and best[0] >= 1.0 + PARTIAL_WORDS:
-                break  # the cited sources hold it: no need to look further
+            enough = 2.0 * len(figures) + SUPPORTED_WORDS
+            if best is not None and best[0] >= enough:
+                break  # these sources hold it: no need to look further
         return best[1] if best is not None and best[0] > 0 else None
 
 

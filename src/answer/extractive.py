@@ -507,7 +507,7 @@ def extracted(query: str, evidence: list[Evidence], max_sentences: int = 6, head
     claims: list[Claim] = []
     for pick in picks:
         role: Role = "answer" if pick.answering else "support"
-        if role == "support" and lines[-1] != SUPPORT and len(lines) > 1:
+        if role == "support" and SUPPORT not in lines and len(lines) > 1:
             lines.append(SUPPORT)  # the lines that answer first, then those that back them, marked as such
         claims += [
             quoted(chunk, a, b, n=pick.n, role=role, shown=strip_references(unit)) for chunk, a, b, unit in pick.spans

@@ -9,6 +9,7 @@ import pytest
 
 from paperscope.agent.pipeline import Searcher
 from paperscope.answer.claims import Reading, span_boxes
+from paperscope.answer.extractive import SUPPORT
 from paperscope.answer.grounding import check
 from paperscope.answer.model import Answer
 from paperscope.answer.sentences import sentence_spans, units, units_at
@@ -71,6 +72,7 @@ def test_an_extracted_answer_is_claims_that_quote_their_chunks(answer: Answer, s
         assert claim.boxes and all(b in chunk.metadata["boxes"] for b in claim.boxes)
     roles = [c.role for c in answer.claims]
     assert roles == sorted(roles)  # the answering claims first, the supporting ones after
+    assert answer.answer.count(SUPPORT) == ("support" in roles)  # and they are said to be support, once
 
 
 def test_a_claims_boxes_are_the_lines_of_its_span(sample_kb: PaperStore, sample_pdfs: dict[str, Path]) -> None:

@@ -9,6 +9,7 @@ saved under the test's tmp dir, and also to $PAPERSCOPE_SCREENSHOT when set (the
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.served import KEY, Served, wait_job
+from paperscope.rag.embeddings import CachedEmbedder
+from tests.served import KEY, PRELOADED, Served, make_home, serve, wait_job
+from tests.service.test_page_images import pixels
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -242,3 +245,75 @@ def test_upload_follows_the_job_and_remove_takes_the_paper_away(
     wait(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, f".paper[data-doc-id='{doc_id}']"), "the removal")
     with server.client() as http:
         assert doc_id not in {p["doc_id"] for p in http.get("/v1/documents").json()}
+
+
+def test_a_claims_citation_highlights_that_sentences_lines(browser: WebDriver, server: Served) -> None:
+    """Clicking the [n] of an extracted sentence opens its span: the page is drawn with only the lines of that
+    sentence highlighted, fewer than the chunk's, and they hold the sentence."""
+    open_with_key(browser, server, "/")
+    answer = ask(browser, QUESTION)
+    cite = answer.find_element(By.CSS_SELECTOR, ".text .cite[data-span]")
+    claim = cite.find_element(By.XPATH, "preceding-sibling::span[contains(@class, 'claim')][1]")
+    assert claim.get_attribute("data-verdict") == "supported"
+    assert claim.find_element(By.CSS_SELECTOR, ".verdict").text == "✓"
+    cite.click()
+    image = browser.find_element(By.ID, "page-image")
+    loaded = "return arguments[0].complete && arguments[0].naturalWidth > 0"
+    wait(browser, lambda d: image.get_attribute("data-span") and d.execute_script(loaded, image), "the claim's page")
+    doc_id, index = cite.get_attribute("data-claim").rsplit(":", 1)
+    span, page = image.get_attribute("data-span"), image.get_attribute("data-page")
+    assert image.get_attribute("data-chunk") == index and span == cite.get_attribute("data-span")
+    url = f"/v1/documents/{doc_id}/pages/{page}.png"
+    with server.client() as http:
+        chunk = http.get(f"/v1/documents/{doc_id}/chunks/{index}").json()
+        whole = http.get(url, params={"chunk": index, "dpi": 72})
+        only = http.get(url, params={"chunk": index, "span": span, "dpi": 72})
+    drawn = int(only.headers["x-paperscope-boxes"])
+    assert 0 < drawn < int(whole.headers["x-paperscope-boxes"])
+    start, end = (int(v) for v in span.split("-"))
+    sentence = set(re.findall(r"[a-z]{4,}", chunk["text"][start:end].lower()))
+    assert sentence and claim.text.lower().startswith(chunk["text"][start:end].lower()[:30])
+    assert chunk["boxes"] and (
+        chunk["boxes"][0]["page"] == int(page) or any(b["page"] == int(page) for b in chunk["boxes"])
+    )
+    # The drawn image differs from the plain page only on the sentence's lines.
+    plain = http_get(server, url, {"dpi": 72})
+    changed = (pixels(only.content) != pixels(plain)).any(axis=2)
+    rows = changed.any(axis=1).nonzero()[0]
+    whole_rows = (pixels(whole.content) != pixels(plain)).any(axis=2).any(axis=1).nonzero()[0]
+    assert 0 < len(rows) < len(whole_rows)
+
+
+def http_get(server: Served, url: str, params: dict[str, object]) -> bytes:
+    with server.client() as http:
+        response = http.get(url, params=params)
+        assert response.status_code == 200
+        return response.content
+
+
+@pytest.fixture(scope="module")
+def model_server(
+    tmp_path_factory: pytest.TempPathFactory, sample_pdfs: dict[str, Path], local_embedder: CachedEmbedder
+) -> Iterator[Served]:
+    """A server answering with the agent, its model scripted to write one sentence the sources hold and one whose
+    figures nobody wrote."""
+    from tests.openai_server import ScriptedOpenAIServer
+    from tests.test_e2e_agent import half_invented_script
+
+    home = make_home(tmp_path_factory.mktemp("claims-home"), [sample_pdfs[n] for n in PRELOADED], local_embedder)
+    with ScriptedOpenAIServer(half_invented_script()) as model:
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "test", "PAPERSCOPE_LLM_MODEL": "scripted-model"}
+        with serve(home, tmp_path_factory.mktemp("claims-log") / "stderr.txt", env) as served:
+            yield served
+
+
+def test_each_sentence_of_a_models_answer_shows_its_verdict(browser: WebDriver, model_server: Served) -> None:
+    browser.get(model_server.url + "/")
+    answer = ask(browser, QUESTION)
+    claims = answer.find_elements(By.CSS_SELECTOR, ".text .claim")
+    held = next(c for c in claims if "1.2 million queries" in c.text)
+    invented = next(c for c in claims if "3.5 billion" in c.text)
+    assert held.get_attribute("data-verdict") == "supported" and held.find_element(By.CSS_SELECTOR, ".verdict").text
+    assert invented.get_attribute("data-verdict") == "unsupported"
+    badge = invented.find_element(By.CSS_SELECTOR, ".verdict.unsupported")
+    assert badge.text == "✗" and "3.5 billion" in (badge.get_attribute("title") or "")

@@ -181,7 +181,7 @@ function claimElement(claim) {
 function verdictBadge(claim) {
   const [mark, meaning] = VERDICTS[claim.verdict] || ["?", claim.verdict];
   const missing = claim.missing && claim.missing.length ? ` (${claim.missing.join(", ")} not in the sources)` : "";
-  return el("span", { class: `verdict ${claim.verdict}`, title: meaning + missing, "aria-label": meaning + missing, text: ` ${mark}` });
+  return el("span", { class: `verdict ${claim.verdict}`, title: meaning + missing, "aria-label": meaning + missing, text: mark });
 }
 
 /** The claim an [n] at `pos` cites: the claim holding it, else the one just before it, with that source number. */
