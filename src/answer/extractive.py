@@ -23,7 +23,7 @@ from ..rag.query import expand, translate
 from ..rag.store import StoredChunk
 from .claims import Claim, Role, placed, quoted
 from .grounding import EvidenceIndex, numbers
-from .quantities import NUMBER_WORDS, quantities
+from .quantities import NUMBER_WORDS, dimension, quantities
 from .question_type import Ask, QuestionType, question_type
 from .sentences import Unit, split_sentences, units_at
 from .words import WORD as _WORD
@@ -173,6 +173,14 @@ class _Scorer:
         self.query_numbers = {q for _, q in quantities(query)}
         self.given = EvidenceIndex.of([query])  # the figures the question states itself: given, not answers
         self.codes = _codes(query, candidates)
+        self.tables = _named_tables(query)
+        # Each table's caption (by source and label): every row of the table shares its relevance, wherever the
+        # table was cut between chunks, not only the rows printed next to it.
+        self.captions = {
+            (c.n, _label(m.group(0))): i
+            for i, c in enumerate(candidates)
+            if c.unit.row is None and (m := _CAPTION.match(c.unit.text)) and _label(m.group(0))
+        }
         self._relatives_of: dict[str, tuple[str, ...]] = {}
 
     def _relatives(self, t: str) -> tuple[str, ...]:
@@ -232,7 +240,7 @@ class _Scorer:
             if heads and not counts and all(NUMBER_WORDS.match(v) for _, v in found):
                 return 1.1  # "two simple constraints": a number word says little unless it counts what is asked
             unit = 0.1 if any(not re.fullmatch(r"[-+±]?[\d,.]+", v) for _, v in found) else 0.0
-            return 1.3 + 0.5 * _proximity(c, offsets, q) + unit + 0.6 * counts
+            return 1.3 + 0.5 * _proximity(c, offsets, q) + unit + 0.6 * counts + _measures(qt, found)
         if ask is Ask.ENTITY:
             names = [m.group(0) for m in _NAME.finditer(text) if _stem(m.group(0).lower()) not in q]
             return 1.3 if names or _COINED.search(text) else 0.85
@@ -268,6 +276,8 @@ class _Scorer:
         s = lexical * fit * (1.0 + _QUALIFIED * self.qualified(c))
         if c.unit.row is None and _CAPTION.match(text):
             s *= 0.6  # a caption names what a table shows, rarely the answer itself
+        elif c.unit.row is not None and _label(c.unit.row.caption) in self.tables:
+            s *= _NAMED_TABLE  # a row of the table the question names ("listed in Table 1")
         if text.rstrip().endswith("?"):
             s *= 0.5  # a question the paper asks, not an answer
         if (n_words := len(c.words)) > _LONG:
@@ -283,11 +293,20 @@ class _Scorer:
         for i, c in enumerate(self.candidates):
             if i in skip:
                 continue
-            near = [
-                lex[j] / abs(j - i)
-                for j in (i - 2, i - 1, i + 1, i + 2)
-                if 0 <= j < len(lex) and self.candidates[j].n == c.n
-            ]
+            # A row shares nothing with the rows around it (each states its own run): it shares its caption's
+            # relevance, as every other row of the table does, or without one that of the prose next to it.
+            caption = self.captions.get((c.n, _label(c.unit.row.caption)), -1) if c.unit.row is not None else -1
+            near = (
+                [lex[caption] / 2]
+                if caption >= 0
+                else [
+                    lex[j] / abs(j - i)
+                    for j in (i - 2, i - 1, i + 1, i + 2)
+                    if 0 <= j < len(lex)
+                    and self.candidates[j].n == c.n
+                    and not (c.unit.row and self.candidates[j].unit.row)
+                ]
+            )
             out[i] = self.score(c, qt, q, lex[i], max(near, default=0.0))
         return out
 
@@ -315,6 +334,30 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
 
 
 _YEAR = re.compile(r"(?:19|20)\d\d[a-z]?")
+_NAMED_TABLE = 1.5  # how much more a row of the table the question names counts
+_TABLE_NAMED = re.compile(r"\b(?:Table|Tab\.)\s*([\dIVX]+[a-z]?)\b", re.I)
+
+
+def _label(caption: str) -> str:
+    """The label of a caption or row's table cell, normalised: "Table 3: Denotation ..." and "Table 3" -> "3"."""
+    m = _TABLE_NAMED.match(caption.strip())
+    return m.group(1).upper() if m else ""
+
+
+def _named_tables(query: str) -> frozenset[str]:
+    """The tables the question names ("in Table 4", "(Tab. 2)"), as labels."""
+    return frozenset(m.group(1).upper() for m in _TABLE_NAMED.finditer(query))
+
+
+def _measures(qt: QuestionType, found: list[tuple[int, str]]) -> float:
+    """0.4 when a quantity measures what the question asks ("15 hours" for "how long"), -0.3 when the unit of
+    every quantity is of another kind ("200 million" users, "10 iterations" for "how long"), else 0."""
+    if not qt.dimensions:
+        return 0.0
+    kinds = {dimension(v) for _, v in found}
+    if kinds & qt.dimensions:
+        return 0.4
+    return -0.3 if None not in kinds else 0.0
 
 
 def _proximity(c: _Candidate, offsets: list[int], q: list[str]) -> float:

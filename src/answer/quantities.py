@@ -25,7 +25,9 @@ _QUANTITY = re.compile(
 # What stands before a number that is a label, not an amount.
 _LABEL_BEFORE = re.compile(
     r"(?:Table|Tab\.|Figure|Fig\.|Figs\.|Section|Sec\.|Eq\.|Eqs\.|Eqn\.|Equation|Algorithm|Appendix|Chapter|"
-    r"Theorem|Lemma|Step|Line|page|p\.|pp\.)\s*\(?$",
+    r"Theorem|Lemma|Step|Line|page|p\.|pp\.)s?\s*\(?"
+    # the later labels of a list: "Table 1, 2, and 3", "Figs. 4 and 5", "Sections 2-4"
+    r"(?:[\dIVX]+[a-z]?\s*(?:,\s*(?:and\s+)?|and\s+|&\s*|[-–]\s*))*$",
     re.I,
 )
 _YEAR = re.compile(r"^(?:19|20)\d\d[a-z]?$")
@@ -36,6 +38,21 @@ _BARE = re.compile(r"\d[\d,.]*")
 _GROUPS = re.compile(r"\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]|\(\s*\d{1,2}[a-z]?\s*\)")
 NUMBER_WORDS = re.compile(rf"^(?:{_NUMBER_WORDS})$", re.I)
 
+# What a quantity measures, read from its unit: a duration, a ratio ("5.95x"), a percentage, an amount of data,
+# a temperature. A question that asks for one of them ("how long", "what speedup") is answered by a quantity in it.
+DIMENSIONS: dict[str, re.Pattern[str]] = {
+    "time": re.compile(r"(?:\d|\s)(?:ms|s|sec(?:ond)?s?|min(?:ute)?s?|h|hours?|days?|weeks?|months?|years?)$", re.I),
+    "ratio": re.compile(r"(?:×|x|-?fold|times)$", re.I),
+    "percent": re.compile(r"%$"),
+    "data": re.compile(r"(?:\d|\s)[kKMGT]?B$"),
+    "temperature": re.compile(r"°\s?C?$|\dK$"),
+}
+
+
+def dimension(quantity: str) -> str | None:
+    """What `quantity` measures by its unit ("15 hours" -> "time", "2x-20x" -> "ratio"), or None (a bare number)."""
+    return next((name for name, unit in DIMENSIONS.items() if unit.search(quantity.strip())), None)
+
 
 def quantities(sentence: str) -> list[tuple[int, str]]:
     """(character offset, text) of the quantities `sentence` states, in order."""
@@ -45,7 +62,7 @@ def quantities(sentence: str) -> list[tuple[int, str]]:
         if any(a <= m.start() < b for a, b in groups):
             continue  # a reference "[9, 23]" or a label "(2)"
         text = m.group(0).strip()
-        before, after = sentence[max(0, m.start() - 12) : m.start()], sentence[m.end() : m.end() + 1]
+        before, after = sentence[max(0, m.start() - 30) : m.start()], sentence[m.end() : m.end() + 1]
         if after and after.isalnum() and text[-1].isdigit():
             continue  # part of a name: "3D", "T5-XXL"
         if _YEAR.match(text) or _LABEL_BEFORE.search(before):

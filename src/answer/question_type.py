@@ -40,7 +40,9 @@ _EN_NUMBER = re.compile(
     # "how satisfied", "how effective": a degree, usually stated as a figure
     rf"|\bhow (?!to\b)[a-z]+(?:ed|ive|ful|ous|ent|ant|able|ible)\b"
     rf"|\b(?:what|which)\s+(?:(?:is|are|was|were)\s+(?:the|its|their)\s+)?(?:[\w'’-]+\s+){{0,5}}?(?:{_MEASURE})\b"
-    rf"|\bby (?:what|how much)\b|\bwhat (?:share|fraction|proportion|percentage)\b",
+    rf"|\bby (?:what|how much)\b|\bwhat (?:share|fraction|proportion|percentage)\b"
+    # "what log-loss does it get", "what mIoU does it reach": a measure, whatever its name, is a figure
+    rf"|\bwhat\s+(?:[\w'’-]+\s+){{1,6}}?(?:does|do|did)\s+.+\b(?:reach|achieve|attain|obtain|score|get|gets|got)\b",
     re.I,
 )
 # 多少 how many/much, 几 + measure word (not 几乎 "almost"), 多大/多长/多久/多高/多快/多远, 百分之 percent, 比例 ratio.
@@ -68,9 +70,15 @@ _EN_DEFINITION = re.compile(
     re.I,
 )
 _ZH_DEFINITION = re.compile(r"什么是|是什么|指什么|定义|含义|意思")
+# "how does X change / affect / improve Y": the effect of one thing on another, a before and after.
+_EFFECT = (
+    r"\bhow (?:does|do|did|would|will|much does|much do|much did)\b.*\b(?:change|affect|impact|influence|improve|alter"
+    r"|shift|modify|degrade|reduce|increase|lower|raise)\b"
+)
 _EN_COMPARISON = re.compile(
     r"\bcompar(?:e|ed|es|ing|ison)\b|\bversus\b|\bvs\.?\b|\bthan\b|\bdiffer(?:s|ence|ent)?\b|\boutperform"
-    r"|\b(?:better|worse|higher|lower|faster|slower|larger|smaller|more|less)\b.*\b(?:than|or)\b|\bbetween\b.*\band\b",
+    r"|\b(?:better|worse|higher|lower|faster|slower|larger|smaller|more|less)\b.*\b(?:than|or)\b|\bbetween\b.*\band\b"
+    r"|" + _EFFECT,
     re.I,
 )
 _ZH_COMPARISON = re.compile(r"比较|对比|相比|相较|优于|高出|低于|高于|区别|差异|不同|还是|比[^例率较]")
@@ -116,7 +124,9 @@ _PARTS = re.compile(
 
 # What is counted: the words after "how many" / "the number of" up to the verb ("how many natural images are").
 _EN_COUNTED = re.compile(
-    r"\b(?:how (?:many|much)|(?:the |what )?number of|by how many)\s+((?:[\w-]+\s+){0,3}?[\w-]+)"
+    r"\b(?:how (?:many|much)|(?:the |what )?number of|by how many)\s+"
+    # "how many of the 31,003,946 sites": what is counted comes after the whole it is counted in
+    r"(?:of (?:the|these|those|its|their|our|all)\s+(?:[\d,.]+\s+)?)?((?:[\w-]+\s+){0,3}?[\w-]+)"
     r"(?=\s+(?:do|does|did|are|is|were|was|have|has|had|must|can|could|would|should|will|in|of|on|for|to|from|"
     r"per|with|and|or|at|took|take|make|made|did|does|\w+ed)\b|\s*[,?;:)]|$)",
     re.I,
@@ -124,6 +134,28 @@ _EN_COUNTED = re.compile(
 # 多少 / 几 + an optional measure word (个, 项, 张, ...) + the counted noun: 多少项研究 -> 研究, 几个数据集 -> 数据集.
 _ZH_COUNTED = re.compile(r"(?:多少|几(?!乎))[个项张条篇次种位名台层份块组轮套所家只本]?([\u4e00-\u9fff]{1,6})")
 _COUNTED_SKIP = frozenset(str.split("distinct different unique separate total more additional other such"))
+
+
+# What a number question measures, when its words say ("how long", "what speedup", "how much memory"): the quantity
+# that answers it has a unit of that kind (see `quantities.dimension`).
+_DIMENSION_ASKED = {
+    "time": re.compile(
+        r"\bhow long\b|\bhow much time\b|\bhow many (?:seconds|minutes|hours|days|weeks|months|years)\b"
+        r"|\b(?:duration|runtime|running time|latency|delay|time (?:it|they|did|does|do) take)\b"
+        r"|多久|多长时间|耗时|时长",
+        re.I,
+    ),
+    "ratio": re.compile(
+        r"\bspeed-?ups?\b|\bhow many times\b|\btimes (?:faster|slower|more|less|larger|smaller)\b|\bfold\b"
+        r"|\bby what factor\b|倍|加速比",
+        re.I,
+    ),
+    "percent": re.compile(r"\bpercent(?:age)?s?\b|\bwhat (?:share|fraction|proportion)\b|%|百分", re.I),
+    "data": re.compile(
+        r"\bhow much (?:memory|storage|disk|data|space)\b|\b(?:memory|storage) (?:footprint|size)\b|内存", re.I
+    ),
+    "temperature": re.compile(r"\btemperatures?\b|°C|温度", re.I),
+}
 
 
 @dataclass(frozen=True)
@@ -135,6 +167,7 @@ class QuestionType:
     parts: tuple[str, ...]
     chinese: bool
     counted: tuple[str, ...] = ()
+    dimensions: frozenset[str] = frozenset()  # what the asked quantity measures: "time", "ratio", "percent", ...
 
 
 # A title or name quoted in the question ('Teaching Small Language Models to Reason', 《...》) says which paper,
@@ -169,6 +202,8 @@ def _asks_of(text: str) -> set[Ask]:
         found.add(Ask.PERSON)
         if not re.search(r"\b(?:which|what|where)\b|哪|什么", text, re.I):
             found.discard(Ask.ENTITY)
+    if re.search(_EFFECT, text, re.I):
+        found.discard(Ask.PROCEDURE)  # "how does G-pooling change the mIoU" asks for the change, not a method
     if Ask.LIMITATION in found:
         found.discard(Ask.DEFINITION)  # "what are its limitations", "局限性是什么"
     if Ask.DEFINITION in found and Ask.ENTITY in found and not re.search(r"\bwhich\b|哪", text, re.I):
@@ -211,6 +246,12 @@ def question_type(query: str) -> QuestionType:
         asks |= _asks_of(part)
     counted = [m.group(1) for m in _EN_COUNTED.finditer(query)] + [m.group(1) for m in _ZH_COUNTED.finditer(query)]
     counted = [" ".join(w for w in c.split() if w.lower() not in _COUNTED_SKIP) or c for c in counted]
+    unquoted = _QUOTED.sub(" ", query)
+    dimensions = frozenset(name for name, asked in _DIMENSION_ASKED.items() if asked.search(unquoted))
     return QuestionType(
-        asks=frozenset(asks), parts=parts or (query,), chinese=bool(_CJK.search(query)), counted=tuple(counted)
+        asks=frozenset(asks),
+        parts=parts or (query,),
+        chinese=bool(_CJK.search(query)),
+        counted=tuple(counted),
+        dimensions=dimensions if Ask.NUMBER in asks else frozenset(),
     )

@@ -86,6 +86,10 @@ def table_row(line: str) -> TableRow | None:
     return TableRow(caption=caption, cells=tuple(cells))
 
 
+# A caption's label, at the start of the text or of a sentence: "Table 5.", "Fig. 3.", "FIGURE 2."
+_CAPTION_LABEL = re.compile(r"(?:^|[.!?:]\s+)(?:Table|TABLE|Tab\.|Figure|FIGURE|Fig\.)\s*[\dIVX]+[a-z]?\.$")
+
+
 def _ends_sentence(text: str, end: int) -> bool:
     """Whether the punctuation just before `end` closes a sentence (not "e.g.", "Fig.", "et al.", "J.")."""
     if text[end - 1] in "。！？":
@@ -94,6 +98,8 @@ def _ends_sentence(text: str, end: int) -> bool:
     head = head.rstrip("'\"”’)]")
     if not head.endswith("."):
         return True  # "!" or "?"
+    if _CAPTION_LABEL.search(head):
+        return False  # "Table 5. SCM for Pamplona": a caption's label opens its sentence, it does not end one
     word = head[:-1].rsplit(None, 1)[-1] if head[:-1].strip() else ""
     word = word.lstrip("(['\"“‘")
     if word.lower() in _ABBREVIATIONS or word.lower().rstrip(".") in _ABBREVIATIONS:

@@ -7,7 +7,8 @@ from functools import lru_cache
 
 import snowballstemmer
 
-WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
+# A word, or a number: one with thousands separators ("31,003,946") is one figure, not three.
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 STOP = frozenset(
     str.split(
         """a an and are as at be by can could did do does for from had has have how in into is it its many much no
@@ -21,7 +22,9 @@ _STEMMER = snowballstemmer.stemmer("english")
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    stemmed: str = _STEMMER.stemWord(word)
+    """The stem of a lower-cased word; a name's hyphens are dropped ("TableFormer-large" and "TABLEFORMERLARGE",
+    "pre-training" and "pretraining" are one word), and a figure's separators ("31,003,946" is "31003946")."""
+    stemmed: str = _STEMMER.stemWord(word.replace("-", "").replace(",", "") if len(word) > 2 else word)
     return stemmed
 
 

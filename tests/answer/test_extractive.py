@@ -11,6 +11,7 @@ import pytest
 from paperscope.answer.extractive import _read, extractive_answer, quantities, strip_references
 from paperscope.answer.question_type import Ask, question_type
 from paperscope.answer.sentences import is_debris, split_sentences, table_row, trim_debris, units
+from paperscope.answer.words import terms
 from paperscope.parser.models import SectionCategory
 from paperscope.parser.pdf import parse_pdf
 from paperscope.rag.context import Evidence
@@ -110,6 +111,11 @@ def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
         ("什么是掉队者（straggler）？", {Ask.DEFINITION}),
         ("剪枝是否会降低准确率？", {Ask.YESNO, Ask.NUMBER}),
         ("What limitations do the authors report?", {Ask.LIMITATION}),
+        # the effect of one thing on another asks for the change, not for a method
+        ("How does G-pooling change DeepLab's mIoU on the generalization test?", {Ask.COMPARISON}),
+        # a measure of any name that a run "gets" or "reaches" is a figure
+        ("What log-loss does MaxEnt ICE get on the Add Driver game?", {Ask.NUMBER}),
+        ("What technology qualification and area weighing does T08 get?", {Ask.NUMBER}),
         ("论文的局限性是什么？", {Ask.LIMITATION}),
         (
             "What did the authors of 'Heart Failure Programmes: Why They Work' find?",
@@ -119,6 +125,16 @@ def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
 )
 def test_question_types(question: str, asks: set[Ask]) -> None:
     assert question_type(question).asks == asks
+
+
+def test_what_a_number_question_counts_comes_after_the_whole_it_is_counted_in() -> None:
+    assert question_type("How many of the 31,003,946 sites were unreferenced?").counted == ("sites",)
+    assert question_type("How many sites of the 1000-site sample featured spam?").counted == ("sites",)
+
+
+def test_a_name_is_one_word_with_or_without_its_hyphens_and_a_figure_one_term() -> None:
+    assert terms("TableFormer-large with inter-sqa pre-training") == terms("TABLEFORMERLARGE with intersqa pretraining")
+    assert terms("31,003,946 sites") == ["31003946", "site"]
 
 
 def test_a_question_asking_several_things_is_split_into_parts() -> None:
@@ -136,6 +152,8 @@ def test_quantities_are_stated_amounts_not_years_or_labels() -> None:
     assert [q for _, q in quantities(sentence)] == ["89.9%", "1.5 million", "3 hours"]
     assert [q for _, q in quantities("Each block is 64KB in size; speedups range from 2x-20x.")] == ["64KB", "2x-20x"]
     assert [q for _, q in quantities("It needs only two passes over the data.")] == ["two"]
+    # every label of a list of tables or figures is a label
+    assert quantities("Table 1, 2, and 3 show the results; Figs. 4 and 5 the runs.") == []
 
 
 # --- sentence splitting -----------------------------------------------------------------------------
@@ -154,6 +172,17 @@ def test_sentences_survive_scholarly_abbreviations_and_decimals() -> None:
         "Figs. 4 and 5 show J. Smith's results vs. the baseline.",
         "It is small, i.e. under 1 MB.",
         "A second paragraph starts here.",
+    ]
+
+
+def test_a_captions_label_opens_its_sentence() -> None:
+    assert split_sentences("Table 5. SCM for Pamplona City strategy. It lists 14 technologies.") == [
+        "Table 5. SCM for Pamplona City strategy.",
+        "It lists 14 technologies.",
+    ]
+    assert split_sentences("The scores are in Table 5. They rise with k.") == [
+        "The scores are in Table 5.",
+        "They rise with k.",
     ]
 
 
@@ -246,6 +275,42 @@ def test_a_matching_table_row_can_be_the_answer() -> None:
     )
     answer = extractive_answer("What accuracy does ProtoTagger reach on the test set?", [_evidence([text])])
     assert _first(answer) == "- Table 2: Tagging results on the test set | Model: ProtoTagger | Accuracy: 94.7 [1]"
+
+
+def test_the_row_the_question_names_answers_not_the_row_beside_the_prose() -> None:
+    """Each row states its own run: the first row does not borrow the relevance of the prose printed next to it,
+    every row shares its caption's, and the row the question names (its model, hyphenated or not) answers."""
+    text = (
+        "To get better performance on WTQ, we further pretrain TableFormer-large and TAPAS on SQA (inter-sqa).\n"
+        "Table 3: Denotation accuracy on WTQ development and test set.\n"
+        + "\n".join(
+            f"Table 3 | Model: {model} | dev: {dev} | test: {test}"
+            for model, dev, test in [
+                ("TAPASLARGE", "40.8", "41.7"),
+                ("TABLEFORMERLARGE", "42.5", "43.9"),
+                ("TAPASLARGE inter-sqa", "49.9", "50.4"),
+                ("TABLEFORMERLARGE inter-sqa", "51.3", "52.6"),
+            ]
+        )
+    )
+    question = "What denotation accuracy does TableFormer-large with inter-sqa pretraining reach on the WTQ test set?"
+    assert "Model: TABLEFORMERLARGE inter-sqa | dev: 51.3 | test: 52.6" in _first(
+        extractive_answer(question, [_evidence([text])])
+    )
+
+
+def test_a_row_of_the_table_the_question_names_comes_first() -> None:
+    """Two tables list the same corpus under the same headers: the one the question names answers."""
+    text = (
+        "Table 4 | Corpus: Europarl | Sentences: 2,000\n"
+        "Table 4 | Corpus: News | Sentences: 1,057\n"
+        "Table 1 | Corpus: Europarl | Sentences: 1,655,238\n"
+        "Table 1 | Corpus: News | Sentences: 132,753\n"
+    )
+    answer = extractive_answer(
+        "How many sentences does the Europarl corpus listed in Table 1 hold?", [_evidence([text])]
+    )
+    assert "1,655,238" in _first(answer)
 
 
 def test_a_table_the_parser_read_answers_with_its_cell_row_and_column() -> None:

@@ -167,6 +167,19 @@ def test_a_split_paragraph_gives_each_chunk_its_own_lines() -> None:
     doc.close()
 
 
+def test_a_table_cut_between_chunks_keeps_one_row_per_line() -> None:
+    """The rows of a table larger than a chunk stay one per line in each part, so an answer can quote one row
+    (its model, its test score) rather than the run of rows the part holds."""
+    chunks = _chunks("acl2022_tableformer_table_text.pdf")
+    parts = [c for c in chunks if "Table 3 | Model:" in c.text]
+    assert len(parts) >= 2  # the table is larger than one chunk
+    for c in parts:
+        rows = [line for line in c.text.split("\n") if "Table 3 | Model:" in line]
+        assert rows and all(line.count("Table 3 |") == 1 for line in rows), c.text[:300]
+    row = re.compile(r"^Table 3 \| Model: TABLEFORMERLARGE inter-sqa \|.*test: 52\.6$", re.M)
+    assert any(row.search(c.text) for c in parts)
+
+
 @pytest.mark.parametrize(
     ("name", "title"),
     [

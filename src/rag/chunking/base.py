@@ -284,7 +284,7 @@ class _Builder:
         extra: dict[str, Any] | None = None,
     ) -> Chunk:
         paper = self.paper
-        text = " ".join(p.text for p in draft.pieces)
+        text = _joined(paper, draft.pieces)
         paragraphs = sorted({p.paragraph for p in draft.pieces})
         # A paragraph's captions go with the chunk holding its start, so each is listed once.
         captions = [c for p in draft.pieces if p.starts_paragraph for c in paper.paragraphs[p.paragraph].captions]
@@ -322,6 +322,19 @@ class _Builder:
         )
         self.chunks.append(chunk)
         return chunk
+
+
+def _joined(paper: Paper, pieces: list[_Piece]) -> str:
+    """The pieces' texts joined by one character each: a line break where the paragraph had one between them (the
+    rows of a table split across pieces stay one per line, so each is still read as a row), else a space."""
+    out: list[str] = []
+    for k, piece in enumerate(pieces):
+        if k:
+            before = paper.paragraphs[piece.paragraph].text[piece.start - 1 : piece.start] if piece.start > 0 else ""
+            same = pieces[k - 1].paragraph == piece.paragraph
+            out.append("\n" if same and before == "\n" else " ")
+        out.append(piece.text)
+    return "".join(out)
 
 
 def _located_boxes(paper: Paper, pieces: list[_Piece]) -> tuple[list[dict[str, Any]], list[int]]:
