@@ -122,11 +122,17 @@ def word_share(asked: str, hits: Sequence[StoredChunk]) -> float:
 
 
 def check_coverage(
-    query: str, asked: str, hits: Sequence[StoredChunk], contains: Callable[[list[list[str]]], list[bool]]
+    query: str,
+    asked: str,
+    hits: Sequence[StoredChunk],
+    contains: Callable[[list[list[str]]], list[bool]],
+    naming: Sequence[str] = (),
 ) -> Coverage:
     """Whether the knowledge base covers the question (see the module docstring); `contains([forms, ...])` tells,
-    for each word, whether any chunk holds one of its forms (all the topic words in one search)."""
-    topic = topic_words(asked)
+    for each word, whether any chunk holds one of its forms (all the topic words in one search). The words of
+    `naming` (what named the papers the question is about: "Fader et al.") are no topic of it."""
+    names = {w.lower() for name in naming for w in re.findall(r"\w+", name)}
+    topic = [w for w in topic_words(asked) if w.lower() not in names]
     share = word_share(asked, hits)
     checked = [w for w in topic if is_topical(w)]
     # A word the passages found hold is held by the knowledge base: only the others are searched (at 100k

@@ -70,6 +70,13 @@ _ONE_PAPER = re.compile(
     r"|这篇|那篇|该论文|该文|论文中|论文里|的论文|有没有.*论文",
     re.IGNORECASE,
 )
+# Wording that names several papers: "the TrustRank paper and the ReVerb paper", "both papers", "两篇论文".
+_SEVERAL_PAPERS = re.compile(
+    r"\bpaper\b(?!['’])(?:(?!\bpaper\b).)*?\b(?:and|or|with|versus|vs)\b.*\bpapers?\b(?!['’])"
+    r"|\b(?:both|two|three|these two|the two)\s+(?:[\w-]+\s+){0,2}?(?:papers|studies|articles)\b"
+    r"|两篇|三篇|这两篇|这几篇",
+    re.IGNORECASE,
+)
 QUOTED = re.compile(r"['\"“‘《]([^'\"”’》]{6,300})['\"”’》]")
 # A name the question gives a paper: "the ResNet paper", "Smith's paper", "这篇 X 论文".
 NAME_IN_QUESTION = re.compile(
@@ -100,6 +107,11 @@ def asks_which_papers(query: str) -> bool:
 def is_field_wide(query: str) -> bool:
     """True when the question opens "which methods ..." (across the field unless it names its paper)."""
     return bool(_FIELD.search(fold(query)))
+
+
+def refers_to_several_papers(query: str) -> bool:
+    """True when the wording names several papers ("the X paper and the Y paper", "both papers", "两篇论文")."""
+    return bool(_SEVERAL_PAPERS.search(fold(query)))
 
 
 def refers_to_one_paper(query: str) -> bool:

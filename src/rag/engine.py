@@ -265,8 +265,9 @@ class Engine:
             # A question in Chinese the model rewrote in English is checked in the model's words.
             checked = generated.queries[0] if generated.queries and has_chinese(query) else query
             with log.run("postprocessor", "coverage") as info:
+                naming = [m for c in location.candidates if c.doc_id in route.doc_ids for m in c.matched]
                 covered = check_coverage(
-                    checked, expand(checked) if checked != query else asked, chunks, self._contains
+                    checked, expand(checked) if checked != query else asked, chunks, self._contains, naming
                 )
                 info.update(absent=covered.absent, share=round(covered.share, 2), unread=covered.unread)
             if not covered.covered:

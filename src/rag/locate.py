@@ -29,6 +29,7 @@ from .cues import (
     is_field_wide,
     is_survey,
     refers_to_one_paper,
+    refers_to_several_papers,
 )
 from .store import PaperRecord, PaperStore
 
@@ -40,6 +41,7 @@ W_LEXICAL = 0.45  # BM25 over title + aliases + abstract, relative to the best p
 W_DENSE = 0.35  # cosine of title + abstract, above the catalogue's floor
 DENSE_FLOOR = 0.25  # cosine similarity of an unrelated paper
 BM25_FLOOR = 8.0  # a paper BM25 score below this is a chance match of common words
+SEVERAL_ALIAS = 0.5  # the alias score of a paper named by a phrase of its title ("the temporal stereo matching paper")
 _IDS = ("doc_id",)  # what locating reads of a paper search hit: its id (and the score)
 
 _ASCII = "A-Za-z0-9"
@@ -84,6 +86,7 @@ class Location:
     which_papers: bool = False  # "which papers ...": asks for papers, not about one it names
     missing: list[str] = field(default_factory=list)
     field_wide: bool = False  # "which methods ...": a survey unless a paper is named by its own name
+    several: bool = False  # "the X paper and the Y paper": the question names several papers
 
     @property
     def best(self) -> Candidate | None:
@@ -121,8 +124,10 @@ class Location:
     def named(self) -> list[str]:
         """The papers the question names: the located one, or several named as strongly ("compare X with Y")."""
         strong: dict[str, str] = {}  # one doc_id per paper, its copies left out
+        # Where the wording names several papers, a paper named by a phrase of its title words counts too, as does
+        # one the question's words locate on their own.
         for c in sorted(self.candidates, key=lambda c: -c.alias):
-            if c.alias >= 0.8:
+            if c.alias >= 0.8 or (self.several and (c.alias >= SEVERAL_ALIAS or c.score >= LOCATE_SCORE)):
                 strong.setdefault(c.same, self._fullest(c))
         if len(strong) >= 2:
             return list(strong.values())[:4]
@@ -254,14 +259,21 @@ class PaperLocator:
             one_paper=refers_to_one_paper(text),
             missing=self._missing_names(text),
             field_wide=is_field_wide(text),
+            several=refers_to_several_papers(text),
         )
 
     def _alias_evidence(self, text: str, cand: Callable[[str], Candidate]) -> None:
-        found: dict[str, list[tuple[float, str, str]]] = {}
+        spans: list[tuple[str, float, str, str, int, int]] = []
         for a in self.index.candidates(text):
             m = a.pattern.search(text)
             if m:
-                found.setdefault(a.doc_id, []).append((a.weight, a.kind, m.group(0)))
+                spans.append((a.doc_id, a.weight, a.kind, m.group(0), m.start(), m.end()))
+        found: dict[str, list[tuple[float, str, str]]] = {}
+        for doc_id, weight, kind, matched, start, end in spans:
+            # A phrase inside a longer one that names another paper is part of that name: "Information
+            # Extraction" in 'Sparse Information Extraction: ...' does not name "... Open Information Extraction".
+            if not any(d != doc_id and s <= start and end <= e and e - s > end - start for d, _, _, _, s, e in spans):
+                found.setdefault(doc_id, []).append((weight, kind, matched))
         for doc_id, hits in found.items():
             hits.sort(reverse=True)
             authors = {t for _, kind, t in hits if kind in ("author", "first_author") and " " not in t}

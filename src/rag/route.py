@@ -128,7 +128,8 @@ def route_from(location: Location, query: str, source: Literal["rules", "llm"] =
     if location.missing and not named:
         intent, doc_ids, keywords = Intent.SPECIFIC_PAPER, [], list(location.missing)
     elif (location.survey and len(named) < 2 and not _names_its_paper(location)) or (
-        location.field_wide and not (best and best.own_name)
+        # "Which tools were used ... in the temporal stereo matching paper": the paper it refers to, once found
+        location.field_wide and not (best and best.own_name) and not (location.one_paper and named)
     ):
         intent, doc_ids, keywords = Intent.TOPIC_SURVEY, [], []
     elif named:

@@ -44,6 +44,15 @@ def test_a_topic_word_no_chunk_holds_means_the_topic_is_not_covered() -> None:
     assert spelled.absent == []  # "labelled" is "labeled" in the papers: covered
 
 
+def test_the_words_that_named_the_papers_are_no_topic() -> None:
+    """ "by ReVerb (Fader et al., 2011)": an author's name held only by the catalogue's metadata says which paper,
+    not what the question asks; the papers it named are compared, not called absent."""
+    asked = "Compare the passage reranking of Downey et al. and of Fader et al."
+    assert check_coverage("q", asked, [], contains).absent == ["downey", "fader"]
+    named = check_coverage("q", asked, [], contains, naming=["Downey et al", "Fader"])
+    assert named.absent == []
+
+
 def test_chinese_the_glossary_cannot_translate_is_unread() -> None:
     question = "哪些论文研究了量子纠错码？它们报告的容错阈值是多少？"
     assert "纠错码" in "".join(unread_chinese(question))
