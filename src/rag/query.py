@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from .cues import fold
 from .dictionary import english_words
@@ -301,6 +302,10 @@ def translate(query: str) -> str:
     found, rest = _glossary(query)
     if _CJK.search(rest) and (english := english_words(rest)):
         found.append(english)
+    # "χ²", "ﬁne-tuning", "ＧＰＵ": the text layer of a PDF often has the compatibility form ("χ2", "fine-tuning").
+    asked = set(re.findall(r"\w+", query))
+    folded = re.findall(r"\w+", unicodedata.normalize("NFKC", query))
+    found += [w for w in dict.fromkeys(folded) if w not in asked and not _CJK.search(w)]
     return f"{query} {' '.join(found)}" if found else query
 
 

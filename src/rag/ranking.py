@@ -16,6 +16,7 @@ The weights were calibrated on ../shared/devset (README, "Finding the passage").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..parser.categories import is_reference_list
@@ -30,6 +31,7 @@ Cat = SectionCategory
 CATEGORY_BOOST = 0.1
 ABSTRACT_BOOST = 0.25
 TRAILING = {Cat.OTHER: 0.25, Cat.RELATED_WORK: 0.1}
+_NUMBERED = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+\S")  # "3.2 Additional Components", "IV. Results"
 # Reference lists are dropped after the search: fetch this many more candidates so that enough remain.
 REFERENCE_SLACK = 16
 # A survey ranks papers by their best passage plus this share of their catalogue evidence (title, aliases,
@@ -53,7 +55,10 @@ def section_values(hits: Sequence[StoredChunk], prefer: Sequence[SectionCategory
     values = []
     for h in hits:
         cat = h.section_category
-        bonus = CATEGORY_BOOST if cat in prefer else -TRAILING.get(cat, 0.0)
+        trailing = TRAILING.get(cat, 0.0)
+        if cat is Cat.OTHER and _NUMBERED.match(h.section_title):
+            trailing = 0.0  # "3.2 Additional Components": a numbered section of the body, not back matter
+        bonus = CATEGORY_BOOST if cat in prefer else -trailing
         values.append((h.score or 0.0) / top + bonus + (ABSTRACT_BOOST if cat is Cat.ABSTRACT else 0.0))
     return values
 

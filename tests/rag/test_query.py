@@ -37,6 +37,13 @@ def test_translate_leaves_english_and_unknown_text_alone() -> None:
     assert english_words("血红蛋白") == "hemoglobin"
 
 
+def test_translate_adds_the_plain_forms_a_pdfs_text_layer_prints() -> None:
+    """ "χ²" is "χ2" in most text layers, "ﬁne" is "fine": both forms are searched; Chinese punctuation adds nothing."""
+    assert translate("Which χ² value does model 3 reach?").split()[-1] == "χ2"
+    assert "fine" in translate("How is the ﬁne-tuning done?").split()
+    assert translate("这个模型（BERT）的准确率是多少？").count("准确率") == 1  # not the question again
+
+
 def test_a_questions_chinese_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
     from paperscope.rag import dictionary
 

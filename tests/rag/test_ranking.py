@@ -39,6 +39,18 @@ def test_the_asked_section_leads_the_abstract_is_preferred_and_related_work_trai
     assert sorted(range(3), key=lambda i: -values[i]) == [1, 2, 0]
 
 
+def test_an_unclassified_numbered_section_of_the_body_does_not_trail_like_back_matter() -> None:
+    """ "3.2 Additional Components" (no category of its own) is the body of the paper; an unnumbered
+    "Acknowledgments" or "Author biographies" is back matter and trails."""
+    hits = [
+        hit(0, 10.0, [1, 0], Cat.OTHER, title="Author biographies"),
+        hit(1, 10.0, [1, 0], Cat.OTHER, title="3.2 Additional Components"),
+        hit(2, 10.0, [1, 0], Cat.OTHER, title="IV. System Design"),
+    ]
+    values = section_values(hits, [])
+    assert values[1] == values[2] == 1.0 and values[0] < 1.0
+
+
 def test_neighbours_of_a_pick_give_way() -> None:
     a, b, c = hit(0, 3, [1, 0]), hit(0, 2, [1, 0]).model_copy(update={"chunk_index": 1}), hit(3, 1, [0, 1])
     assert [h.chunk_index for h in spread([a, b, c], 2, window=1)] == [0, 30]
