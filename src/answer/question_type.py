@@ -36,7 +36,7 @@ _MEASURE = (
     r"(?:running |completion |execution |training |response )?time|runtime|memory|bandwidth"
 )
 _EN_NUMBER = re.compile(
-    rf"\bhow (?:many|much|large|long|big|fast|slow|often|high|low|small|far|old|deep|wide|accurate|well)\b"
+    rf"\bhow (?:many|much|large|long|big|fast|slow|often|high|low|small|far|old|deep|wide|accurate|well|good)\b"
     # "how satisfied", "how effective": a degree, usually stated as a figure
     rf"|\bhow (?!to\b)[a-z]+(?:ed|ive|ful|ous|ent|ant|able|ible)\b"
     rf"|\b(?:what|which)\s+(?:(?:is|are|was|were)\s+(?:the|its|their)\s+)?(?:[\w'’-]+\s+){{0,5}}?(?:{_MEASURE})\b"
@@ -76,7 +76,8 @@ _EFFECT = (
     r"|shift|modify|degrade|reduce|increase|lower|raise)\b"
 )
 _EN_COMPARISON = re.compile(
-    r"\bcompar(?:e|ed|es|ing|ison)\b|\bversus\b|\bvs\.?\b|\bthan\b|\bdiffer(?:s|ence|ent)?\b|\boutperform"
+    # not inside a compound: a "squared-error-versus-rank" plot compares nothing the question asks about
+    r"\bcompar(?:e|ed|es|ing|ison)\b|(?<!-)\bversus\b(?!-)|(?<!-)\bvs\.?\b(?!-)|\bthan\b|\bdiffer(?:s|ence|ent)?\b|\boutperform"
     r"|\b(?:better|worse|higher|lower|faster|slower|larger|smaller|more|less)\b.*\b(?:than|or)\b|\bbetween\b.*\band\b"
     r"|" + _EFFECT,
     re.I,

@@ -116,6 +116,8 @@ def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
         # a measure of any name that a run "gets" or "reaches" is a figure
         ("What log-loss does MaxEnt ICE get on the Add Driver game?", {Ask.NUMBER}),
         ("What technology qualification and area weighing does T08 get?", {Ask.NUMBER}),
+        ("How good an approximation of the median can be computed in linear time?", {Ask.NUMBER}),
+        ("Which plot shows the squared-error-versus-rank curve?", {Ask.ENTITY}),  # a compound compares nothing
         ("论文的局限性是什么？", {Ask.LIMITATION}),
         (
             "What did the authors of 'Heart Failure Programmes: Why They Work' find?",
