@@ -180,6 +180,21 @@ def test_a_table_cut_between_chunks_keeps_one_row_per_line() -> None:
     assert any(row.search(c.text) for c in parts)
 
 
+
+def test_rows_continued_in_a_later_chunk_are_searched_with_their_caption() -> None:
+    """The chunk that holds the rest of a table's rows is searched (and embedded) with the table's caption, so a
+    question in the caption's words ("denotation accuracy on WTQ") finds those rows; within the model's window."""
+    counter = local_token_counter()
+    chunks = _chunks("acl2022_tableformer_table_text.pdf")
+    parts = [c for c in chunks if "Table 3 | Model:" in c.text]
+    later = [c for c in parts if not c.text.startswith("Table 3:")]
+    assert later  # the table continues in a chunk without its caption
+    for c in later:
+        assert "Table 3: Denotation accuracy on WTQ" in c.index_text and "Denotation" not in c.text
+    for c in chunks:
+        assert counter.count(c.index_text) <= counter.max_tokens
+
+
 @pytest.mark.parametrize(
     ("name", "title"),
     [

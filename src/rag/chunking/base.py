@@ -311,7 +311,7 @@ class _Builder:
         chunk = Chunk(
             chunk_index=index,
             text=text,
-            index_text=f"{header}\n{text}",
+            index_text=self._index_text(header, text, draft.pieces),
             section_title=section.title,
             parent_section=parent.title if parent else "",
             section_category=section.category,
@@ -322,6 +322,32 @@ class _Builder:
         )
         self.chunks.append(chunk)
         return chunk
+
+    def _index_text(self, header: str, text: str, pieces: list[_Piece]) -> str:
+        """What is searched and embedded: the header, then the text. Rows of a table cut between chunks are
+        searched with their table's caption (its label and what it measures: "Table 2: ... F1 on FUNSD"), as much
+        of it as the model's window leaves room for, so a question in the caption's words finds them."""
+        plain = f"{header}\n{text}"
+        captions = _continued_captions(self.paper, pieces)
+        spare = self.tokens.max_tokens - self.tokens.count(plain) - 1
+        if not captions or spare < 4:
+            return plain
+        words = " ".join(captions).split()
+        while words and self.tokens.count(" ".join(words)) > spare:
+            words = words[
+                : max(0, min(len(words) - 1, len(words) * spare // max(1, self.tokens.count(" ".join(words)))))
+            ]
+        return f"{header}\n{' '.join(words)}\n{text}" if words else plain
+
+
+def _continued_captions(paper: Paper, pieces: list[_Piece]) -> list[str]:
+    """The captions of the tables whose rows a chunk continues (the table began in an earlier chunk)."""
+    out: list[str] = []
+    for piece in pieces:
+        table = paper.paragraphs[piece.paragraph].table
+        if table is not None and not piece.starts_paragraph and table.caption and table.caption not in out:
+            out.append(table.caption)
+    return out
 
 
 def _joined(paper: Paper, pieces: list[_Piece]) -> str:
