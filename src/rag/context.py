@@ -8,6 +8,7 @@ whole is held to a token budget, evidence is grouped by paper with the paper's I
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -194,9 +195,14 @@ class _Keep:
 
 
 def _fit(
-    spans: list[Evidence], budget: int, counter: TokenCounter, rank_of: dict[tuple[str, int], int]
+    spans: list[Evidence],
+    budget: int,
+    counter: TokenCounter,
+    rank_of: dict[tuple[str, int], int],
+    asked: frozenset[str] = frozenset(),
 ) -> list[Evidence]:
-    """Spans (in rank order) cut to `budget` tokens: neighbours go before hits, lower ranks before higher."""
+    """Spans (in rank order) cut to `budget` tokens: neighbours are cut before hits; of the neighbours as near,
+    those sharing fewer of the `asked` words are cut first, then those of lower ranks."""
     # Keyed by kind too: a summary node's number may be a body chunk's index of the same paper.
     cost = {(e.doc_id, c.kind, c.chunk_index): counter.count(c.text) for e in spans for c in e.chunks}
     if sum(cost.values()) <= budget:
@@ -225,13 +231,16 @@ def _fit(
 
     # Then neighbours, nearest to a hit first (better-ranked span first on ties); a neighbour that does
     # not fit closes its side of the span, so spans stay contiguous.
-    growth: list[tuple[int, int, int]] = []
+    # A neighbour sharing more of the question's words is kept first: the rest of a table's rows, the sentence
+    # that states the figure, rather than the paragraph before the hit.
+    growth: list[tuple[int, int, int, int]] = []
     for n, k in enumerate(kept):
         for c in k.evidence.chunks:
             i = c.chunk_index
             if i < k.lo or i > k.hi:
-                growth.append((k.lo - i if i < k.lo else i - k.hi, n, i))
-    for _, n, i in sorted(growth):
+                shared = len(asked & _words_of(c.text)) if asked else 0
+                growth.append((k.lo - i if i < k.lo else i - k.hi, n, -shared, i))
+    for _, n, _, i in sorted(growth):
         k = kept[n]
         below = i < k.lo
         if k.closed_below if below else k.closed_above:
@@ -260,6 +269,11 @@ def _fit(
     return out
 
 
+def _words_of(text: str) -> frozenset[str]:
+    """The lower-cased words of a text (letters and digits, 3+ characters or a number)."""
+    return frozenset(w for w in re.findall(r"[a-z0-9][a-z0-9.%-]*", text.lower()) if len(w) > 2 or w[0].isdigit())
+
+
 def _expand(
     store: PaperStore,
     hits: Sequence[StoredChunk],
@@ -267,6 +281,7 @@ def _expand(
     token_budget: int,
     counter: TokenCounter | None,
     papers: set[str] | None,
+    query: str = "",
 ) -> list[Evidence]:
     if window < 0:
         raise ValueError(f"window must be >= 0, got {window}")
@@ -308,7 +323,17 @@ def _expand(
                 if evidence is not None:
                     spans.append(evidence)
     spans.sort(key=lambda e: e.rank)
-    return _fit(spans, token_budget, counter or store.embedder.token_counter, rank_of)
+    asked = _words_of(query) - _COMMON
+    return _fit(spans, token_budget, counter or store.embedder.token_counter, rank_of, asked)
+
+
+# Words every passage holds: no sign of which neighbour answers.
+_COMMON = frozenset(
+    str.split(
+        """the and for are was were with that this from which what how many much does did its their have has had
+        into than then they them these those been being also paper papers study such can could would should"""
+    )
+)
 
 
 def expand_windows(
@@ -317,6 +342,7 @@ def expand_windows(
     window: int = 1,
     token_budget: int = 1500,
     counter: TokenCounter | None = None,
+    query: str = "",
 ) -> list[Evidence]:
     """Each body-chunk hit widened to chunks i-window..i+window of its paper, as Evidence in rank order.
 
@@ -326,9 +352,10 @@ def expand_windows(
 
     At most `token_budget` tokens of chunk text (counted with `counter`, default the store embedder's):
     when it is short, neighbour chunks go first (furthest from a hit first), then whole lower-ranked
-    evidence. The top-ranked hit chunk is always kept, even when it alone is over the budget.
+    evidence. The top-ranked hit chunk is always kept, even when it alone is over the budget. Of a hit's two
+    neighbours, the one sharing more of the `query`'s words is kept first.
     """
-    return _expand(store, hits, window, token_budget, counter, None)
+    return _expand(store, hits, window, token_budget, counter, None, query)
 
 
 # --- introductions and assembly ------------------------------------------------------------------
@@ -357,6 +384,7 @@ def assemble(
     intro_tokens: int = 500,
     with_introduction: bool = True,
     max_papers: int | None = None,
+    query: str = "",
 ) -> list[PaperContext]:
     """Hits -> per-paper context: expanded evidence grouped by paper, papers in order of their best hit.
 
@@ -374,7 +402,7 @@ def assemble(
         raise ValueError(f"intro_tokens must be >= 1, got {intro_tokens}")
 
     grouped: dict[str, list[Evidence]] = {}
-    for e in _expand(store, hits, window, token_budget, None, papers):
+    for e in _expand(store, hits, window, token_budget, None, papers, query):
         grouped.setdefault(e.doc_id, []).append(e)
     out: list[PaperContext] = []
     intros = introductions(store, list(grouped), intro_tokens) if with_introduction and grouped else {}

@@ -400,6 +400,7 @@ class Engine:
                 token_budget=r.token_budget,
                 intro_tokens=r.intro_tokens,
                 with_introduction=r.intro_tokens > 0,
+                query=translate(retrieval.query),
             )
             text, evidence = format_context(papers)
             info["evidence"] = len(evidence)

@@ -398,6 +398,16 @@ def test_budget_drops_the_furthest_neighbours_first(store: PaperStore) -> None:
     assert budget(store, hits, 30, window=2) == [("kelp", 4, 6, [5])]
 
 
+def test_of_two_neighbours_the_one_sharing_the_questions_words_is_kept(store: PaperStore) -> None:
+    """With room for one neighbour of a hit, the one that shares the question's words stays (the rest of a
+    table's rows, the sentence with the figure), not simply the one before it."""
+    hits = [hit(store, "kelp", 5)]
+    assert budget(store, hits, 20) == [("kelp", 4, 5, [5])]  # no question: the one before
+    after = rows(store, "kelp")[6].text
+    kept = expand_windows(store, hits, token_budget=20, counter=Flat(), query=after)
+    assert spans(kept) == [("kelp", 5, 6, [5])]
+
+
 def test_budget_keeps_hits_as_a_prefix_of_the_ranking(store: PaperStore) -> None:
     hits = [hit(store, "kelp", 2), hit(store, "bees", 5), hit(store, "kelp", 8), hit(store, "bees", 1)]
     assert budget(store, hits, 25) == [("kelp", 2, 2, [2]), ("bees", 5, 5, [5])]
