@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 
 class Ask(StrEnum):
@@ -216,6 +217,7 @@ def _asking(piece: str) -> bool:
     return bool(_ASKING.search(piece) or _asks_of(piece))
 
 
+@lru_cache(maxsize=1024)  # one question is read by the extracted answer, its parts and the grounding check
 def question_type(query: str) -> QuestionType:
     """What `query` asks for: each part's kinds together, e.g. {NUMBER, ENTITY} for "how many seed sites does
     it need, and whose web index were the experiments run on?"."""

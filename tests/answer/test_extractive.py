@@ -456,3 +456,16 @@ def test_each_part_of_a_question_gets_its_answer() -> None:
     )
     lines = answer.splitlines()[1:3]  # the answering lines come first
     assert "150 hand-picked sites" in lines[0] and any("Yandex" in line for line in lines)
+
+
+def test_a_questions_type_is_worked_out_once() -> None:
+    """The extracted answer, its parts and the grounding check all read what a question asks for: once."""
+    from paperscope.answer.grounding import check
+
+    question_type.cache_clear()
+    question = "How many seed sites does TrustRank need, and whose web index was used?"
+    text = "TrustRank needs 178 seed sites. The experiments used the AltaVista index of 2003."
+    extractive_answer(question, [_evidence([text])])
+    check("TrustRank needs 178 seed sites [1].", [text], question)
+    info = question_type.cache_info()
+    assert info.misses == 1 + len(question_type(question).parts) and info.hits >= 1
