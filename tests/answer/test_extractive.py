@@ -469,3 +469,16 @@ def test_a_questions_type_is_worked_out_once() -> None:
     check("TrustRank needs 178 seed sites [1].", [text], question)
     info = question_type.cache_info()
     assert info.misses == 1 + len(question_type(question).parts) and info.hits >= 1
+
+
+def test_a_question_that_says_what_it_measures_prefers_a_quantity_of_that_kind() -> None:
+    """ "How long did training take?" is answered by a duration, not by the count of training iterations."""
+    text = (
+        "For the parser, we use 10 training iterations. "
+        "The parser with integrated labeling was trained on the full set. "
+        "Training the parser took 15 hours on one machine."
+    )
+    answer = extractive_answer("How long did training of the parser take?", [_evidence([text])])
+    assert "15 hours" in _first(answer)
+    assert question_type("How long did training take?").dimensions == {"time"}
+    assert question_type("What speedup does tracing give?").dimensions == {"ratio"}
