@@ -102,6 +102,7 @@ _ANAPHORA = re.compile(
     r"(?:Thus|Therefore|Hence|Consequently|Accordingly|As a result|In this case|In contrast|However|Nevertheless|"
     r"This|These|That|Those|Such|It|They|Both|Neither|Here)\b"
 )
+_RESPECTIVELY = re.compile(r"\brespectively\b", re.I)
 _LONG = 60  # words: a longer "sentence" is usually two columns run together by the text layer
 
 
@@ -332,6 +333,8 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     "8TiO2", "T08", "Y369F") by their shape (digits with letters, inner capitals, acronyms), and that only a few of
     the evidence's units hold (a code every unit holds, the paper's own name, says which paper, not which row)."""
     codes = {t for t in _tokens(query) if len(t) >= 2 and _CODE.match(t) and not _YEAR.fullmatch(t)}
+    # A capitalised word inside the question ("Stewarts Creek", "Add Driver") names a site, a run, a condition.
+    codes |= {m.group(0) for m in re.finditer(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b", query)}
     if not codes or not candidates:
         return frozenset()
     held = [_tokens(c.unit.text) for c in candidates]
@@ -527,9 +530,11 @@ def _best(part_scores: dict[int, float], scores: dict[int, float]) -> int:
 
 
 def _leans_back(c: _Candidate, before: _Candidate) -> bool:
-    """Whether prose unit `c` opens by pointing back ("Thus, ...", "This ...", "However, ...") at the unit
-    `before` it in the same passage."""
-    return c.unit.row is None and before.unit.row is None and before.n == c.n and bool(_ANAPHORA.match(c.unit.text))
+    """Whether prose unit `c` points back at the unit `before` it in the same passage: it opens so ("Thus, ...",
+    "This ...", "However, ...") or its values follow a list named before ("0.95, 0.99 and 0.99, respectively")."""
+    text = c.unit.text
+    points = bool(_ANAPHORA.match(text) or _RESPECTIVELY.search(text))
+    return c.unit.row is None and before.unit.row is None and before.n == c.n and points
 
 
 def strip_references(sentence: str) -> str:

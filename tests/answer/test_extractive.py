@@ -482,3 +482,30 @@ def test_a_question_that_says_what_it_measures_prefers_a_quantity_of_that_kind()
     assert "15 hours" in _first(answer)
     assert question_type("How long did training take?").dimensions == {"time"}
     assert question_type("What speedup does tracing give?").dimensions == {"ratio"}
+
+
+def test_values_given_respectively_answer_with_the_list_they_follow() -> None:
+    """ "0.95, 0.99 and 0.99, respectively" says which value is whose only with the list before it: the answer
+    quotes both, one claim."""
+    text = (
+        "The majority of fits (77%) returned E above 0.7, with 60% at 0.8 or better. "
+        "The zero-flow analysis was confined to Stewarts Creek, Pine Creek and Redhill, where streams dried up. "
+        "The model returned values of E of 0.95, 0.99 and 0.99, respectively."
+    )
+    question = "What coefficient of efficiency E did the model return for Stewarts Creek?"
+    first = _first(extractive_answer(question, [_evidence([text])]))
+    assert "Stewarts Creek" in first and "0.95, 0.99 and 0.99, respectively" in first
+
+
+def test_a_capitalised_name_inside_the_question_qualifies_like_a_code() -> None:
+    """ "for Stewarts Creek", "on the Add Driver game": a name that few of the evidence's units hold says which
+    row or run is asked about; one most units hold (the paper's topic) does not."""
+    from paperscope.answer.extractive import _candidates, _codes
+
+    rows = [
+        f"Table 1 | Problem: {game} | Log-loss: {v}" for game, v in [("Add Driver", "3.477"), ("Congestion", "2.9")]
+    ]
+    prose = [f"Routing game experiment number {i} on the Highway network." for i in range(6)]
+    candidates = _candidates([_evidence(["\n".join(rows), " ".join(prose)])])
+    codes = _codes("What log-loss does MaxEnt get on the Add Driver game of the Highway study?", candidates)
+    assert {"Driver", "Add"} <= codes and "Highway" not in codes
