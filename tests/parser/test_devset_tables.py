@@ -180,7 +180,6 @@ def test_a_table_cut_between_chunks_keeps_one_row_per_line() -> None:
     assert any(row.search(c.text) for c in parts)
 
 
-
 def test_rows_continued_in_a_later_chunk_are_searched_with_their_caption() -> None:
     """The chunk that holds the rest of a table's rows is searched (and embedded) with the table's caption, so a
     question in the caption's words ("denotation accuracy on WTQ") finds those rows; within the model's window."""
