@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field, model_validator
 
 from ..parser.models import SectionCategory
+from .cues import STOPWORDS
 from .store import PaperStore, StoredChunk
 from .tokens import TokenCounter
 
@@ -323,17 +324,8 @@ def _expand(
                 if evidence is not None:
                     spans.append(evidence)
     spans.sort(key=lambda e: e.rank)
-    asked = _words_of(query) - _COMMON
+    asked = _words_of(query) - STOPWORDS  # words every passage holds say nothing of which neighbour answers
     return _fit(spans, token_budget, counter or store.embedder.token_counter, rank_of, asked)
-
-
-# Words every passage holds: no sign of which neighbour answers.
-_COMMON = frozenset(
-    str.split(
-        """the and for are was were with that this from which what how many much does did its their have has had
-        into than then they them these those been being also paper papers study such can could would should"""
-    )
-)
 
 
 def expand_windows(

@@ -365,7 +365,7 @@ def _joined(paper: Paper, pieces: list[_Piece]) -> str:
 
 def _located_boxes(paper: Paper, pieces: list[_Piece]) -> tuple[list[dict[str, Any]], list[int]]:
     """Where a chunk's text stands: the boxes of its pieces' lines, each once, in reading order, and where each
-    line's text starts in the chunk's text (its pieces joined by one space)."""
+    line's text starts in the chunk's text (its pieces joined by one character, see `_joined`)."""
     seen: set[tuple[int, tuple[float, float, float, float]]] = set()
     boxes: list[dict[str, Any]] = []
     starts: list[int] = []
