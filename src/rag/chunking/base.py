@@ -333,10 +333,9 @@ class _Builder:
         if not captions or spare < 4:
             return plain
         words = " ".join(captions).split()
-        while words and self.tokens.count(" ".join(words)) > spare:
-            words = words[
-                : max(0, min(len(words) - 1, len(words) * spare // max(1, self.tokens.count(" ".join(words)))))
-            ]
+        while words and (used := self.tokens.count(" ".join(words))) > spare:
+            # Cut in proportion to the overshoot, at least one word, and count again.
+            words = words[: min(len(words) - 1, len(words) * spare // used)]
         return f"{header}\n{' '.join(words)}\n{text}" if words else plain
 
 
