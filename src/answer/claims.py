@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from ..rag.chunking import lines_in
 from ..rag.store import StoredChunk
 from .grounding import EvidenceIndex, Figure, GroundingReport, names, numbers
 from .sentences import Unit, sentence_spans, units_at
@@ -96,8 +97,7 @@ def span_boxes(chunk: StoredChunk, start: int, end: int) -> list[dict[str, Any]]
     starts = chunk.metadata.get("box_starts")
     if not boxes or not isinstance(starts, list) or len(starts) != len(boxes):
         return boxes
-    ends = [*starts[1:], len(chunk.text) + 1]
-    return [b for b, s, e in zip(boxes, starts, ends, strict=True) if s < end and max(e, s + 1) > start]
+    return [boxes[k] for k in lines_in(starts, len(chunk.text) + 1, start, end)]
 
 
 def quoted(chunk: StoredChunk, start: int, end: int, *, n: int, role: Role, shown: str) -> Claim:
@@ -185,11 +185,12 @@ class Reading:
     ) -> tuple[int | None, StoredChunk, int, int, int, float] | None:
         """The unit that best holds the sentence: (n, chunk, start, end, figures held, share of words held); it is
         looked for in the sources the sentence cites, then in all sources, then in what else was read."""
+        # Each pool is looked through once: the cited sources, the other sources, then the rest of what was read.
         Pool = list[tuple[int | None, list[StoredChunk]]]
         cited: Pool = [(n, chunks) for n, chunks in self.sources if n in refs]
+        uncited: Pool = [(n, chunks) for n, chunks in self.sources if n not in refs]
         rest: Pool = [(None, self.others)] if self.others else []
-        pools: list[Pool] = [cited] if cited else []
-        pools += [self.sources, self.sources + rest]
+        pools = [pool for pool in (cited, uncited, rest) if pool]
         best: tuple[float, tuple[int | None, StoredChunk, int, int, int, float]] | None = None
         for pool in pools:
             for n, chunks in pool:

@@ -22,6 +22,7 @@ from .base import (
     Strategy,
     chunk_paper,
     context_header,
+    lines_in,
     max_chars,
     register,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "Strategy",
     "chunk_paper",
     "context_header",
+    "lines_in",
     "max_chars",
     "register",
 ]

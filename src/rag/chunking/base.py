@@ -12,7 +12,7 @@ most `CHARS_PER_TOKEN` characters per token of its budget and never more than `M
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -385,13 +385,15 @@ def _lines_of(p: Paragraph, piece: _Piece) -> list[tuple[Box, int]]:
     begin = piece.start if piece.start >= 0 else p.text.find(piece.text)
     if len(p.box_starts) != len(p.boxes) or not p.boxes or begin < 0:
         return [(b, 0) for b in (piece.boxes if piece.boxes is not None else p.boxes)]
-    end = begin + len(piece.text)
-    ends = [*p.box_starts[1:], len(p.text)]
-    return [
-        (b, max(0, s - begin))
-        for b, s, e in zip(p.boxes, p.box_starts, ends, strict=True)
-        if s < end and max(e, s + 1) > begin
-    ]
+    lines = lines_in(p.box_starts, len(p.text), begin, begin + len(piece.text))
+    return [(p.boxes[k], max(0, p.box_starts[k] - begin)) for k in lines]
+
+
+def lines_in(starts: Sequence[int], text_end: int, start: int, end: int) -> list[int]:
+    """The lines (by index) that hold some of a text from `start` to `end`, given where each line starts in it and
+    where the last ends: a paragraph's lines for a piece of it, a chunk's lines for a claim's span."""
+    ends = [*starts[1:], text_end]
+    return [k for k, (s, e) in enumerate(zip(starts, ends, strict=True)) if s < end and max(e, s + 1) > start]
 
 
 def _runs(paragraphs: list[tuple[int, Paragraph]]) -> Iterator[list[tuple[int, Paragraph]]]:
