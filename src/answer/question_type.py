@@ -83,6 +83,7 @@ _EN_COMPARISON = re.compile(
     r"|" + _EFFECT,
     re.I,
 )
+_EFFECT_ASKED = re.compile(_EFFECT, re.I)
 _ZH_COMPARISON = re.compile(r"比较|对比|相比|相较|优于|高出|低于|高于|区别|差异|不同|还是|比[^例率较]")
 _EN_REASON = re.compile(
     r"\bwhy\b|\b(?:the|what|which|main) reasons?\b|\bwhat (?:causes?|caused|explains?|motivat)"
@@ -204,7 +205,7 @@ def _asks_of(text: str) -> set[Ask]:
         found.add(Ask.PERSON)
         if not re.search(r"\b(?:which|what|where)\b|哪|什么", text, re.I):
             found.discard(Ask.ENTITY)
-    if re.search(_EFFECT, text, re.I):
+    if _EFFECT_ASKED.search(text):
         found.discard(Ask.PROCEDURE)  # "how does G-pooling change the mIoU" asks for the change, not a method
     if Ask.LIMITATION in found:
         found.discard(Ask.DEFINITION)  # "what are its limitations", "局限性是什么"
