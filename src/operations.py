@@ -216,7 +216,7 @@ def retrieve(
 ) -> Retrieval:
     """The ranked evidence for a question, routed as `ask` routes it (`paperscope retrieve`, POST /v1/retrieve).
     `cancel` stops its model calls once set."""
-    from .agent.llm import make_chat_model, question_scope
+    from .llm.client import make_chat_model, question_scope
     from .rag.engine import Engine
     from .rag.filters import SearchFilter
 
@@ -249,7 +249,7 @@ def answer(
     `on_progress` (stage, detail) of the single-shot path; `cancel` stops the model calls once set (a client that
     went away).
     """
-    from .agent.llm import make_chat_model
+    from .llm.client import make_chat_model
 
     chat_model = make_chat_model(settings.llm, cancel)
     single = request.no_agent or request.scoped or not settings.agent.enable_agentic_rag or chat_model is None

@@ -33,8 +33,8 @@ from pydantic import ValidationError
 
 from ..answer.model import TraceStep
 from ..errors import LLMError
+from ..llm.client import as_llm_error
 from ..prompts import load_prompt
-from .llm import as_llm_error
 from .textcalls import enough_read, parse_text_calls
 from .tools import AgentTools, FinishArgs, brief_declarations
 

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING
 
 from ..answer.model import Answer
 from ..config import Settings
+from ..llm.client import make_chat_model, question_scope
 from ..parser.models import SectionCategory
 from ..rag.engine import Engine
 from ..rag.filters import SearchFilter
 from ..rag.query import expand
 from ..rag.retrieval import Retrieval
 from ..rag.store import PaperRecord, PaperStore, StoredChunk
-from .llm import make_chat_model, question_scope
+from .reflection import Reflector
 from .router import LLMRouter
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ class Searcher:
         """Open the knowledge base of `settings`, with the configured chat model unless one is given."""
         model = chat_model if chat_model is not None else make_chat_model(settings.llm)
         return cls(PaperStore.open(settings), settings, model, owns_store=True)
+
+    def widened(self, settings: Settings) -> Searcher:
+        """A searcher over the same store and model with other `settings` (the store stays this one's to close)."""
+        return Searcher(self.store, settings, self.chat_model)
 
     def close(self) -> None:
         """Close the store if this searcher opened it."""
@@ -160,7 +165,6 @@ class Searcher:
         `reflection.enabled` the answer is scored and retried (reflection.py).
         """
         if reflect and self.reflecting and use_model:
-            from .reflection import Reflector
 
             def first(relay: Callable[[str], None] | None) -> Answer:
                 return self.answer(

@@ -21,8 +21,9 @@ from pydantic import BaseModel, Field
 
 from ..config import Settings
 from ..errors import LLMError
-from .deadline import bounded_http_client
-from .llm import make_chat_model, one_line
+from ..llm.client import make_chat_model
+from ..llm.deadline import bounded_http_client
+from ..llm.endpoint import one_line
 from .textcalls import parse_text_calls
 
 CACHE_FILE = "llm_probe.json"

@@ -16,13 +16,47 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from ..answer.model import Answer, Reflection, ReflectionRound
 from ..errors import LLMError
+from ..llm.client import question_scope
 from ..rag.engine import Engine
 from ..rag.transforms import json_value, papers_language, parse_queries, same_query, script_of
-from .llm import question_scope
-from .pipeline import Searcher
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ..config import Settings
+    from ..rag.retrieval import Retrieval
+    from .writer import AnswerWriter
+
+
+class Answering(Protocol):
+    """What the loop needs of the single-shot searcher it runs over (pipeline.Searcher, which imports this module:
+    the loop names what it uses instead of importing it back)."""
+
+    settings: Settings
+    engine: Engine
+    writer: AnswerWriter
+
+    @property
+    def chat_model(self) -> BaseChatModel | None: ...
+
+    def plan(
+        self,
+        query: str,
+        *,
+        doc_ids: Sequence[str] | None = None,
+        categories: Sequence[str] | None = None,
+        k: int | None = None,
+        history: Sequence[Answer] | None = None,
+    ) -> Retrieval: ...
+
+    def widened(self, settings: Settings) -> Answering:
+        """The same searcher with other settings (wider windows for an `expand` retry)."""
+        ...
+
 
 SCORES = ("accuracy", "completeness", "relevance", "support")
 CONTEXT_CHARS = 4000  # of the sources shown to the scoring model: a small model's context is short
@@ -73,7 +107,7 @@ def grounding_score(answer: Answer) -> float:
 class Reflector:
     """Runs the reflection loop over a single-shot searcher (which also writes the retries)."""
 
-    def __init__(self, searcher: Searcher) -> None:
+    def __init__(self, searcher: Answering) -> None:
         self.searcher = searcher
         self.settings = searcher.settings.reflection
 
@@ -212,7 +246,7 @@ class Reflector:
             wider = s.settings.with_overrides(
                 retrieval={"window": min(5, r.window + 1), "token_budget": 2 * r.token_budget}
             )
-            s = Searcher(s.store, wider, s.chat_model)
+            s = s.widened(wider)
         retrieval = s.plan(searched, doc_ids=papers or None, categories=categories, k=k, history=history)
         return s.writer.from_retrieval(query, retrieval)
 

@@ -31,6 +31,7 @@ from ..answer.citations import ground, grounding_notes
 from ..answer.model import Answer, TraceStep
 from ..config import Settings
 from ..errors import LLMError
+from ..llm.client import make_chat_model, question_scope
 from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.question import check_question
@@ -38,9 +39,9 @@ from ..rag.retrieval import Retrieval
 from ..rag.store import PaperRecord, PaperStore
 from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
-from .llm import make_chat_model, question_scope
 from .pipeline import Searcher
 from .probe import prompt_choice
+from .reflection import Reflector
 from .streaming import AnswerStream
 from .textcalls import looks_like_a_call
 from .tools import AgentTools, RunState
@@ -125,8 +126,6 @@ class AgenticSearcher:
         if not self.agentic:
             return self.single_shot.run(query, history=history, on_token=on_token)
         if self.single_shot.reflecting:
-            from .reflection import Reflector
-
             return Reflector(self.single_shot).run(
                 query, lambda relay: self._agent(query, history, relay), history=history, on_token=on_token
             )

@@ -25,6 +25,7 @@ from ..answer.extractive import HEADER, HEADER_WITHOUT_MODEL, extracted
 from ..answer.grounding import GroundingReport
 from ..answer.model import Answer, Source, TraceStep
 from ..errors import LLMError
+from ..llm.client import as_llm_error, model_error, model_name
 from ..prompts import load_prompt
 from ..rag.context import Evidence
 from ..rag.engine import Engine
@@ -32,7 +33,6 @@ from ..rag.registry import OperatorRun
 from ..rag.retrieval import Models, Retrieval, Track
 from ..rag.route import Route
 from ..rag.store import StoredChunk
-from .llm import as_llm_error, model_error, model_name
 from .textcalls import looks_like_a_call
 
 if TYPE_CHECKING:

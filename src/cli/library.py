@@ -257,7 +257,7 @@ def _enricher(settings: Settings) -> Enricher | None:
     """The enricher the settings ask for, with the bounded chat model; a one-line error without a model."""
     if not settings.enrichment.strategies:
         return None
-    from ..agent.llm import make_chat_model
+    from ..llm.client import make_chat_model
     from ..rag.enrich import make_enricher
 
     try:

@@ -243,7 +243,7 @@ def evaluate(
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise fail(exc) from None
-    from ..agent.bounded import BoundedChatOpenAI
+    from ..llm.bounded import BoundedChatOpenAI
 
     bars = progress_bars(quiet=as_json)
     try:

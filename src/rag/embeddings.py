@@ -38,6 +38,7 @@ from pydantic import SecretStr
 
 from ..errors import ConfigError
 from .tokens import TokenCounter, WordCounter, default_model_dir, local_token_counter
+from .torch_model import load_sentence_transformer
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -287,35 +288,6 @@ class CachedEmbedder(ABC):
 
 
 # --- sentence-transformers -----------------------------------------------------------------
-
-_MODELS: dict[str, Any] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def load_sentence_transformer(name_or_path: str) -> Any:
-    """Load a sentence-transformers model on CPU once per process; later calls share it."""
-    with _MODELS_LOCK:
-        model = _MODELS.get(name_or_path)
-        if model is not None:
-            return model
-        # Never reach for the Hub: a missing model must fail fast, not hang on the network.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # its "Loading weights" bar would garble the CLI's output
-
-        try:
-            model = SentenceTransformer(name_or_path, device="cpu", local_files_only=True)
-        except Exception as exc:  # OSError, ValueError, HF errors: all mean "not available locally"
-            raise ConfigError(
-                f"cannot load sentence-transformers model {name_or_path!r} from local files "
-                f"(downloads are disabled): {exc}"
-            ) from exc
-        _MODELS[name_or_path] = model
-        return model
-
 
 SMALL_BATCH = 4  # texts embedded on one thread (queries)
 RUNTIMES = ("onnx", "torch")

@@ -74,7 +74,7 @@ def export(model_dir: Path, target: Path) -> None:
     """Export the model's transformer (token states) to `target` with torch; whole or not at all."""
     import torch
 
-    from .embeddings import load_sentence_transformer
+    from .torch_model import load_sentence_transformer
 
     transformer = load_sentence_transformer(str(model_dir))[0].auto_model.eval()
 

@@ -335,6 +335,6 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _llm_error(exc: Exception, model: BaseChatModel) -> PaperscopeError:
-    from ..agent.llm import as_llm_error  # the agent's wording of model failures; imported only when one happens
+    from ..llm.client import as_llm_error  # imported only when a model call fails
 
     return as_llm_error(exc, model)

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from paperscope.agent.llm import make_chat_model
 from paperscope.cli import app
 from paperscope.config import ENRICHERS, Settings
+from paperscope.llm.client import make_chat_model
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.engine import Engine
 from paperscope.rag.enrich import make_enricher

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from paperscope.agent.llm import make_chat_model, question_scope
 from paperscope.config import QUERY_TRANSFORMS
 from paperscope.errors import ConfigError
+from paperscope.llm.client import make_chat_model, question_scope
 from paperscope.rag.engine import Engine
 from paperscope.rag.filters import SearchFilter
 from paperscope.rag.registry import get

@@ -8,28 +8,19 @@ is configured, so commands and questions without one never load it.
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from ..config import LLMSettings
 from ..errors import LLMError
+from .endpoint import OPENAI_URL, one_line
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..cancellation import Cancellation
     from .bounded import BoundedChatOpenAI
-
-OPENAI_URL = "https://api.openai.com/v1"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    """`text` flattened to one line without control characters, cut to `limit` characters."""
-    flat = " ".join(_CONTROL.sub(" ", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ cuts every response at its request's timeout, counting every byte read, comments
 Whatever the server does with `max_tokens`, a reply is also cut once it is longer than paperscope prints and
 stores (`reply_cap`: about 8 characters a token).
 
-It lives apart from llm.py because importing langchain-openai takes a second or more: only a command that has
+It lives apart from client.py because importing langchain-openai takes a second or more: only a command that has
 a model configured pays for it.
 """
 
@@ -39,7 +39,7 @@ from pydantic import Field, PrivateAttr
 from ..cancellation import Cancellation
 from ..errors import LLMError
 from .deadline import deadline_passed
-from .llm import OPENAI_URL, one_line
+from .endpoint import OPENAI_URL, one_line
 
 logger = logging.getLogger("paperscope.llm")
 

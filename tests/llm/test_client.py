@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 
-from paperscope.agent.llm import BoundedChatOpenAI, llm_failure, make_chat_model, question_scope
 from paperscope.cancellation import Cancellation
 from paperscope.config import LLMSettings
 from paperscope.errors import LLMError
+from paperscope.llm.client import BoundedChatOpenAI, llm_failure, make_chat_model, question_scope
 from tests.openai_server import (
     Drop,
     EmptyBody,
