@@ -55,9 +55,7 @@ def _graph() -> dict[str, set[str]]:
         for name in _imported(module, path):
             while name and name not in modules:
                 name = name.rpartition(".")[0]
-            if name.startswith("paperscope") and name not in (module, "paperscope"):
-                graph[module].add(name)
-            elif name == "paperscope" and module != "paperscope":
+            if name.startswith("paperscope") and name != module:
                 graph[module].add(name)
     return graph
 
