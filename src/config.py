@@ -44,7 +44,9 @@ QUERY_TRANSFORMS = ("rewrite", "multi-query", "hyde", "self-query")
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Frozen: settings are built once from their layers and never rewritten; a change is a new Settings
+    # (`with_overrides`), so what a request ran with is what its layers say.
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ParsingSettings(_Part):
@@ -376,7 +378,7 @@ class Settings(BaseSettings):
     """Everything paperscope can be told, in one place."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", populate_by_name=True
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", populate_by_name=True, frozen=True
     )
 
     home: Path = Field(Path(".paperscope"), description="Data directory (Milvus Lite file, caches).")

@@ -18,7 +18,10 @@ from .config import KB_PATTERN
 from .errors import ConfigError
 
 if TYPE_CHECKING:
-    from .agent.pipeline import Progress
+    from langchain_core.language_models import BaseChatModel
+
+    from .agent.pipeline import Progress, Searcher
+    from .agent.searcher import AgenticSearcher
     from .answer.model import Answer, TraceStep
     from .cancellation import Cancellation
     from .config import Settings
@@ -156,6 +159,11 @@ class QueryOptions(BaseModel):
         """True when the request fixes papers, sections or k: hard limits only the single-shot path keeps."""
         return bool(self.paper or self.section or self.k)
 
+    @property
+    def single_shot(self) -> bool:
+        """True when the request asks for the single-shot path: `no_agent`, or `scoped`."""
+        return bool(getattr(self, "no_agent", False)) or self.scoped
+
 
 def _question(value: str) -> str:
     from .rag.question import check_question
@@ -200,6 +208,8 @@ def settings_request(options: QueryOptions) -> dict[str, Any]:
     layer: dict[str, Any] = {"store": {"kb": options.kb}, "retrieval": retrieval}
     if isinstance(options, AskRequest):
         layer["reflection"] = {"enabled": options.reflect}
+        # A single-shot request is single-shot in its settings too, so that everything shown says so.
+        layer["agent"] = {"enable_agentic_rag": False if options.single_shot else None}
     return layer
 
 
@@ -249,29 +259,82 @@ def answer(
     `on_progress` (stage, detail) of the single-shot path; `cancel` stops the model calls once set (a client that
     went away).
     """
-    from .llm.client import make_chat_model
+    asking = Asking(store, settings, cancel=cancel, on_step=on_step, on_progress=on_progress)
+    return asking.ask(request, history=history, on_token=on_token)
 
-    chat_model = make_chat_model(settings.llm, cancel)
-    single = request.no_agent or request.scoped or not settings.agent.enable_agentic_rag or chat_model is None
-    if not single:
-        from .agent.searcher import AgenticSearcher  # the agent's graph (langgraph) only when the agent runs
 
-        with AgenticSearcher(store, chat_model, settings=settings, on_step=on_step) as searcher:
-            if on_progress is not None:
-                on_progress("searching", f"the agent searches with {settings.llm.model}")
-            return searcher.run(request.query, history=history, on_token=on_token)
-    from .agent.pipeline import Searcher
+class Asking:
+    """Questions over one open knowledge base with settings built once, the chat model made once: what `ask`, the
+    service, the chat loop and `eval` all answer through (`run` is the chat loop's and eval's entry point)."""
 
-    doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
-    return Searcher(store, settings, chat_model).answer(
-        request.query,
-        doc_ids=doc_ids,
-        categories=request.section,
-        k=request.k,
-        history=history,
-        on_token=on_token,
-        on_progress=on_progress,
-    )
+    def __init__(
+        self,
+        store: PaperStore,
+        settings: Settings,
+        *,
+        chat_model: BaseChatModel | None = None,
+        cancel: Cancellation | None = None,
+        on_step: Callable[[TraceStep], None] | None = None,
+        on_progress: Progress | None = None,
+    ) -> None:
+        """`chat_model`: the configured one (`llm`) unless given; `cancel` stops its calls once set."""
+        from .llm.client import make_chat_model
+
+        self.store = store
+        self.settings = settings
+        self.chat_model = chat_model if chat_model is not None else make_chat_model(settings.llm, cancel)
+        self.on_step = on_step
+        self.on_progress = on_progress
+        # Made on first use and kept: their caches (the paper locator, the LLM router) serve the next question.
+        self._single: Searcher | None = None
+        self._agent: AgenticSearcher | None = None
+
+    @property
+    def mode(self) -> str:
+        """How questions are answered, in words (the chat loop's header, eval's report)."""
+        from .agent.mode import mode_of
+
+        return mode_of(self.settings)
+
+    def run(
+        self, query: str, history: Sequence[Answer] | None = None, on_token: Callable[[str], None] | None = None
+    ) -> Answer:
+        """Answer `query` with nothing fixed but the settings (the chat loop's and eval's questions)."""
+        # Not validated as a request body: the searcher checks the question itself, as it does for Python callers.
+        return self.ask(AskRequest.model_construct(query=query), history=history, on_token=on_token)
+
+    def ask(
+        self,
+        request: AskRequest,
+        *,
+        history: Sequence[Answer] | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """Answer a request: by the agent or the single-shot path, as `agent.mode.uses_agent` decides."""
+        from .agent.mode import uses_agent
+
+        if uses_agent(self.settings, self.chat_model is not None, single_shot=request.single_shot):
+            if self._agent is None:
+                from .agent.searcher import AgenticSearcher  # the agent's graph (langgraph) only when it runs
+
+                self._agent = AgenticSearcher(self.store, self.chat_model, settings=self.settings, on_step=self.on_step)
+            if self.on_progress is not None:
+                self.on_progress("searching", f"the agent searches with {self.settings.llm.model}")
+            return self._agent.run(request.query, history=history, on_token=on_token)
+        if self._single is None:
+            from .agent.pipeline import Searcher
+
+            self._single = Searcher(self.store, self.settings, self.chat_model)
+        doc_ids = resolve_papers(self.store, request.paper, self.settings.store.kb) if request.paper else None
+        return self._single.answer(
+            request.query,
+            doc_ids=doc_ids,
+            categories=request.section,
+            k=request.k,
+            history=history,
+            on_token=on_token,
+            on_progress=self.on_progress,
+        )
 
 
 # --- the papers list -----------------------------------------------------------------------------------------

@@ -35,10 +35,11 @@ from ..llm.client import make_chat_model, question_scope
 from ..parser.models import SectionCategory
 from ..prompts import load_prompt
 from ..rag.question import check_question
-from ..rag.retrieval import Retrieval
+from ..rag.retrieval import Retrieval, track_of
 from ..rag.store import PaperRecord, PaperStore
 from .graph import build_graph, finish_call, initial_state
 from .labels import PaperLabels, paper_line
+from .mode import uses_agent
 from .pipeline import Searcher
 from .probe import prompt_choice
 from .reflection import Reflector
@@ -87,10 +88,9 @@ class AgenticSearcher:
         else:
             self.settings = source
             self.store, self._owns_store = PaperStore.open(source), True
+        if enable_agentic_rag is not None:
+            self.settings = self.settings.with_overrides(agent={"enable_agentic_rag": enable_agentic_rag})
         self.chat_model = chat_model if chat_model is not None else make_chat_model(self.settings.llm)
-        self.enable_agentic_rag = (
-            self.settings.agent.enable_agentic_rag if enable_agentic_rag is None else enable_agentic_rag
-        )
         self.max_iterations = max_iterations or self.settings.agent.max_iterations
         self.on_step = on_step
         self.single_shot = Searcher(self.store, self.settings, self.chat_model)
@@ -98,7 +98,7 @@ class AgenticSearcher:
     @property
     def agentic(self) -> bool:
         """True when questions go to the agent (a chat model is set and the agent is enabled)."""
-        return self.enable_agentic_rag and self.chat_model is not None
+        return uses_agent(self.settings, self.chat_model is not None)
 
     @property
     def prompt_name(self) -> str:
@@ -286,7 +286,7 @@ class AgenticSearcher:
         return Retrieval(
             query=query,
             chunks=hits,
-            track="A" if len(doc_ids) == 1 else "B",
+            track=track_of(doc_ids),
             doc_ids=doc_ids,
             n_papers=len(run.papers),
             models=engine.models(),

@@ -30,7 +30,7 @@ from ..prompts import load_prompt
 from ..rag.context import Evidence
 from ..rag.engine import Engine
 from ..rag.registry import OperatorRun
-from ..rag.retrieval import Models, Retrieval, Track
+from ..rag.retrieval import Models, Retrieval, Track, track_of
 from ..rag.route import Route
 from ..rag.store import StoredChunk
 from .textcalls import looks_like_a_call
@@ -272,7 +272,7 @@ class AnswerWriter:
         text, order, report, claims = self._check_agent(query, grounded, seen, notes)
         sources = [Source.from_chunk(n, seen[cid]) for n, cid in enumerate(order, start=1)]
         papers = list(dict.fromkeys(s.doc_id for s in sources))
-        track: Track = "A" if len(papers) == 1 else "B"
+        track: Track = track_of(papers)
         # The route is what the agent did, not a second opinion: the papers it cited, the sections it searched.
         searched = [str(s.args["category"]).upper() for s in trace if not s.error and s.args.get("category")]
         route = Route(

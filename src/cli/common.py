@@ -220,13 +220,6 @@ def llm_warning(line: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {markup(line)}", highlight=False, soft_wrap=True)
 
 
-def mode_of(settings: Settings) -> str:
-    if not settings.llm.model:
-        return "single-shot, no LLM"
-    how = "agent" if settings.agent.enable_agentic_rag else "single-shot"
-    return f"{how} with {settings.llm.model}"
-
-
 def say_mode(settings: Settings) -> None:
     if not settings.llm.model:
         err_console.print(

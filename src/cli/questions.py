@@ -23,7 +23,6 @@ from .common import (
     err_console,
     fail,
     llm_warning,
-    mode_of,
     open_kb,
     print_table,
     progress_bars,
@@ -80,8 +79,6 @@ def ask(
         request = build(AskRequest, query=question, **options)
         settings = settings_for(kb, **settings_request(request))
         check_model_needs(settings)
-        if no_agent or request.scoped:
-            settings.agent.enable_agentic_rag = False
         if not as_json:
             say_mode(settings)
         try:
@@ -198,18 +195,20 @@ def chat(
             except PaperscopeError as exc:
                 raise fail(exc) from None
         return
-    from ..agent.searcher import AgenticSearcher
+    from ..operations import Asking
 
     settings = settings_for(
-        kb, retrieval={"transforms": transform_names(transform)}, reflection={"enabled": reflect or None}
+        kb,
+        retrieval={"transforms": transform_names(transform)},
+        reflection={"enabled": reflect or None},
+        agent={"enable_agentic_rag": False if no_agent else None},
     )
     check_model_needs(settings)
-    if no_agent:
-        settings.agent.enable_agentic_rag = False
     try:
-        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher:
+        with open_kb(settings, warn=True) as store:
             say_mode(settings)
-            chat_loop(searcher, console, mode=mode_of(settings))
+            asking = Asking(store, settings)
+            chat_loop(asking, console, mode=asking.mode)
     except PaperscopeError as exc:
         raise fail(exc) from None
 
@@ -230,30 +229,31 @@ def evaluate(
     """Replay gold queries and report routing, retrieval and answer quality, and latency."""
     from rich.table import Table
 
-    from ..agent.searcher import AgenticSearcher
     from ..eval.queries import load_queries
     from ..eval.report import LABELS, SHORT, fmt, markdown, summary_rows
     from ..eval.runner import EXPLANATIONS, METRICS, run_eval
 
-    settings = settings_for(kb, retrieval={"k": max(k, 5) if k else None})
+    settings = settings_for(
+        kb, retrieval={"k": max(k, 5) if k else None}, agent={"enable_agentic_rag": False if no_agent else None}
+    )
     k = k or settings.retrieval.k
-    if no_agent:
-        settings.agent.enable_agentic_rag = False
     try:
         queries = load_queries(file)
     except PaperscopeError as exc:
         raise fail(exc) from None
     from ..llm.bounded import BoundedChatOpenAI
+    from ..operations import Asking
 
     bars = progress_bars(quiet=as_json)
     try:
-        with open_kb(settings, warn=True) as store, AgenticSearcher(store, settings=settings) as searcher, bars:
-            if isinstance(searcher.chat_model, BoundedChatOpenAI):
+        with open_kb(settings, warn=True) as store, bars:
+            asking = Asking(store, settings)
+            if isinstance(asking.chat_model, BoundedChatOpenAI):
                 # A batch: once the endpoint is down, the remaining queries are answered without it at once.
-                searcher.chat_model.keep_failures = True
+                asking.chat_model.keep_failures = True
             task = bars.add_task("eval", total=len(queries))
             report = run_eval(
-                searcher, queries, k=k, file=str(file), mode=mode_of(settings), on_result=lambda _: bars.advance(task)
+                asking, queries, k=k, file=str(file), mode=asking.mode, on_result=lambda _: bars.advance(task)
             )
     except PaperscopeError as exc:
         raise fail(exc) from None

@@ -31,7 +31,7 @@ from .question import check_question
 from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values, spread, survey_quota
 from .registry import RunLog, register
 from .rerank import Reranker, parse_rerank_spec, rerank
-from .retrieval import Models, Retrieval, Track
+from .retrieval import Models, Retrieval, Track, track_of
 from .retrievers import Retriever, embeds_queries, fuse, make_retriever, to_chunks
 from .route import Intent, Route, RuleRouter
 from .store import Catalogue, PaperRecord, PaperStore, StoredChunk
@@ -64,6 +64,13 @@ register(
     summary="Each hit grows to its neighbouring chunks within a token budget; "
     "touching windows merge; the paper's Introduction joins the context.",
 )(assemble)
+
+
+#: The postprocessors in the order they run on a question's candidates (each registered under its name). The
+#: reranker scores the whole fused pool once, and its order is final: `survey` shares the slots among papers by
+#: its scores, `sections` and `mmr` (which would reorder it) run only without a reranker, `spread` only drops
+#: the neighbours of a pick; `coverage` and `window` work on the k passages kept.
+POSTPROCESSORS = ("references", "fuse", "rerank", "survey", "sections", "mmr", "spread", "coverage", "window")
 
 
 # The catalogue one `retrieve` call reads, pinned for the rest of it: each read checks the catalogue's version in
@@ -233,7 +240,7 @@ class Engine:
             notes.append(f"Follow-up: staying on {previous[1]!r}.")
         track: Track
         if wanted:
-            track, papers = ("A" if len(wanted) == 1 else "B"), wanted
+            track, papers = track_of(wanted), wanted
         elif len(route.doc_ids) > 1:
             track, papers = "B", list(route.doc_ids)  # several papers named: compare exactly those
         elif route.doc_ids:
@@ -328,7 +335,7 @@ class Engine:
         prefer = cats or [SectionCategory[c] for c in section_cues(asked)]
         hard = scope.model_copy(update={"doc_ids": None})
         chunks = self._passages(translate(query), wanted, prefer, k, identifying, hard, log, generated)
-        track: Track = "A" if len(wanted) == 1 else "B"
+        track: Track = track_of(wanted)
         doc_ids = list(dict.fromkeys(h.doc_id for h in chunks))
         return Retrieval(
             query=query,
@@ -440,11 +447,6 @@ class Engine:
         with log.run("postprocessor", "references") as info:
             kept = drop_references(query, hits, n)
             info["kept"] = len(kept)
-        if self.reranker is not None and kept:
-            with log.run("postprocessor", "rerank", reranker=self.reranker.name) as info:
-                kept = self._rerank(query, kept)
-                if self.reranker.notes:
-                    info["notes"] = list(self.reranker.notes)
         return kept
 
     def _derived_kinds(self, search_filter: SearchFilter) -> list[str]:
@@ -457,6 +459,17 @@ class Engine:
         if "summaries" in made and (search_filter.doc_ids is None or len(search_filter.doc_ids) > 1):
             kinds.append("summary")
         return kinds
+
+    def _reranked(self, query: str, hits: list[StoredChunk], log: RunLog) -> list[StoredChunk]:
+        """The candidates in the reranker's order (unchanged without one): scored once, with the question as asked
+        (not the forms prepared for BM25), after every ranking was fused."""
+        if self.reranker is None or not hits:
+            return hits
+        with log.run("postprocessor", "rerank", reranker=self.reranker.name) as info:
+            hits = self._rerank(query, hits)
+            if self.reranker.notes:
+                info["notes"] = list(self.reranker.notes)
+        return hits
 
     def _rerank(self, query: str, hits: list[StoredChunk]) -> list[StoredChunk]:
         """Hits in the reranker's order, its scores (scaled 0-1 within the candidates) as their scores; with
@@ -509,7 +522,7 @@ class Engine:
         hits = self._fused(text, within, n, log, generated, prepare)
         if not hits and text != query:
             hits = self._candidates(query, within, n, log)
-        return self._rank(hits, prefer, k, log)
+        return self._rank(self._reranked(query, hits, log), prefer, k, log)
 
     def _fused(
         self,
@@ -543,14 +556,17 @@ class Engine:
     def _rank(
         self, hits: list[StoredChunk], prefer: Sequence[SectionCategory], k: int, log: RunLog
     ) -> list[StoredChunk]:
-        """Section preference, MMR, then neighbours of a pick give way; the best k."""
+        """Section preference, MMR, then neighbours of a pick give way; the best k. After a reranker its order is
+        final (POSTPROCESSORS): section preference and MMR would reorder it, so they do not run."""
         if not hits:
             return []
         r = self.settings.retrieval
-        with log.run("postprocessor", "sections", prefer=[c.name for c in prefer]):
-            values = section_values(hits, prefer)
-        with log.run("postprocessor", "mmr", mmr_lambda=r.mmr_lambda):
-            ranked = diversify(self.store.embedder, hits, values, r.mmr_lambda)
+        ranked = hits
+        if self.reranker is None:
+            with log.run("postprocessor", "sections", prefer=[c.name for c in prefer]):
+                values = section_values(hits, prefer)
+            with log.run("postprocessor", "mmr", mmr_lambda=r.mmr_lambda):
+                ranked = diversify(self.store.embedder, hits, values, r.mmr_lambda)
         with log.run("postprocessor", "spread", window=r.window):
             return spread(ranked, k, r.window)
 
@@ -573,6 +589,7 @@ class Engine:
         hits = self._fused(text, within, max(r.candidates, 3 * r.survey_papers * 4), log, generated, survey_focus)
         if not hits:
             return []
+        hits = self._reranked(query, hits, log)  # once for the pool: the papers' shares follow its scores
         quiet = RunLog()  # each paper's passages go through the same postprocessors: reported once, here
         with log.run("postprocessor", "survey") as info:
             scores = {c.doc_id: c.score for c in location.candidates}
@@ -591,4 +608,7 @@ class Engine:
                 rest = [h for h in self._rank(by_paper[d], prefer, k, quiet) if h not in picked]
                 picked += rest[: k - len(picked)]
             info["papers"] = len(order)
+        if self.reranker is not None:
+            # Its order is final: the papers' shares chose the passages, the reranker's scores order them.
+            picked.sort(key=lambda h: -(h.score or 0.0))
         return picked[:k]

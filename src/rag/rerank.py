@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 RERANK_SPECS = "'cross-encoder:<name-or-path>', 'http(s)://host/.../rerank[#model]' or 'llm'"
 NEUTRAL_SCORE = 5.0  # the middle of the llm reranker's 0-10 scale
+MAX_MODEL_NAME = 200  # a rerank reply's "model" longer than this is not a name, and not reported
 MAX_PASSAGE_CHARS = 4000  # what the llm reranker shows of a passage: enough to judge it, small for small models
 
 T = TypeVar("T")
@@ -193,6 +194,7 @@ class _Result(BaseModel):
 
 class _Reply(BaseModel):
     results: list[_Result]
+    model: object = None  # the model that scored, when the endpoint says (any type: used only if a short string)
 
 
 class HTTPReranker:
@@ -204,6 +206,7 @@ class HTTPReranker:
         self, url: str, model: str | None = None, *, timeout: float = 30.0, api_key: str | None = None
     ) -> None:
         self.url = url
+        self.asked = model  # what is sent as "model"; `model` becomes what the endpoint says scored
         self.model = model
         self.name = f"{url}#{model}" if model else url
         self.timeout = timeout
@@ -224,8 +227,8 @@ class HTTPReranker:
         if not texts:
             return []
         payload: dict[str, Any] = {"query": query, "documents": texts, "top_n": len(texts)}
-        if self.model:
-            payload["model"] = self.model
+        if self.asked:
+            payload["model"] = self.asked
         try:
             response = self._client.post(self.url, json=payload)
         except httpx.TimeoutException as exc:
@@ -246,6 +249,9 @@ class HTTPReranker:
             raise self._fail(
                 f'unexpected reply, want {{"results": [{{"index", "relevance_score"}}]}}: {where}: {first["msg"]}'
             ) from exc
+        named = " ".join(reply.model.split()) if isinstance(reply.model, str) else ""
+        if 0 < len(named) <= MAX_MODEL_NAME and named.isprintable():
+            self.model = named  # the reply names the model that served (one behind a gateway, or the only one)
         scores: list[float | None] = [None] * len(texts)
         for result in reply.results:
             if result.index >= len(texts):

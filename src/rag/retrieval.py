@@ -7,6 +7,7 @@ the track the question took, notes for the reader, the `models` used and the `op
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +17,12 @@ from .route import Route
 from .store import StoredChunk
 
 Track = Literal["A", "B", "NONE"]
+
+
+def track_of(papers: Iterable[str]) -> Literal["A", "B"]:
+    """The track of evidence from `papers` (doc_ids, repeats allowed): one paper is Track A, several (compared) or
+    none Track B. Whether a question is NONE is the route's and the coverage check's call, not the papers'."""
+    return "A" if len(set(papers)) == 1 else "B"
 
 
 class Models(BaseModel):

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..answer.model import Answer, Source
+from ..rag.retrieval import track_of
 from ..rag.route import Route
 from ..rag.store import PaperStore, StoredChunk
 
@@ -64,7 +65,7 @@ def history_answers(store: PaperStore, messages: Sequence[HistoryMessage]) -> li
         cited = [chunks[c] for c in citations(message) if c in chunks]
         sources = [Source.from_chunk(n, chunk) for n, chunk in enumerate(cited, start=1)]
         papers = list(dict.fromkeys(s.doc_id for s in sources))
-        track: Literal["A", "B"] = "A" if len(papers) == 1 else "B"
+        track = track_of(papers)
         route = Route(intent="SPECIFIC_PAPER" if track == "A" else "TOPIC_SURVEY", doc_ids=papers[:1])
         out.append(
             Answer(

@@ -310,8 +310,8 @@ def test_without_a_model_or_when_disabled_it_runs_single_shot(sample_kb: PaperSt
     no_model.single_shot.chat_model = None
     answer = no_model.run("How does BlendIR weight BM25 against dense scores?")
     assert not no_model.agentic and answer.extractive and answer.trace == [] and answer.sources
-    settings = sample_kb.settings.model_copy(deep=True)
-    settings.llm.use_for_routing = False  # else the router's LLM call takes the one scripted reply
+    # Not routed by the model: the router's LLM call would take the one scripted reply.
+    settings = sample_kb.settings.with_overrides(llm={"use_for_routing": False})
     model = ScriptedChatModel([final("generated [1]")])
     disabled = AgenticSearcher(sample_kb, model, settings=settings, enable_agentic_rag=False)
     answer = disabled.run("How does BlendIR weight BM25 against dense scores?")
@@ -390,8 +390,7 @@ def test_the_compact_contract_declares_the_tools_briefly_and_reads_calls_from_te
         [first, *_] = CITE.findall(str(tool_results(messages)[-1].content))
         return call("finish", {"answer": f"It saves memory [{first}].", "sources": [first]})
 
-    settings = sample_kb.settings.model_copy(deep=True)
-    settings.agent.prompt = "compact"
+    settings = sample_kb.settings.with_overrides(agent={"prompt": "compact"})
     model = ScriptedChatModel([scoped, finish])
     searcher = AgenticSearcher(sample_kb, model, settings=settings)
     answer = searcher.run("How much memory does QuantKV save?")

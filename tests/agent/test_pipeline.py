@@ -129,8 +129,7 @@ def test_mmr_keeps_the_evidence_varied(searcher: Searcher) -> None:
 
 def test_llm_answers_cite_the_evidence_they_were_given(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
     model = ScriptedChatModel([final("FlashRank labels 1.2 million queries [1].")])
-    searcher = Searcher(sample_kb, chat_model=model)
-    searcher.settings.llm.use_for_routing = False
+    searcher = Searcher(sample_kb, sample_kb.settings.with_overrides(llm={"use_for_routing": False}), model)
     answer = searcher.answer("How many queries was FlashRank trained on?")
     assert not answer.extractive and answer.answer == "FlashRank labels 1.2 million queries [1]."
     assert [s.n for s in answer.sources] == [1] and answer.sources[0].doc_id == sample_doc_ids["flashrank"]
@@ -144,8 +143,7 @@ def test_llm_answers_cite_the_evidence_they_were_given(sample_kb: PaperStore, sa
 
 def test_an_llm_answer_without_citations_keeps_every_source(sample_kb: PaperStore) -> None:
     model = ScriptedChatModel([final("It used a lot of queries.")])
-    settings = sample_kb.settings.model_copy(deep=True)
-    settings.llm.use_for_routing = False
+    settings = sample_kb.settings.with_overrides(llm={"use_for_routing": False})
     answer = Searcher(sample_kb, settings, chat_model=model).answer("How many queries was FlashRank trained on?")
     assert len(answer.sources) > 1 and any("cited none" in n for n in answer.notes)
 
@@ -163,8 +161,7 @@ def test_an_llm_answer_without_citations_keeps_every_source(sample_kb: PaperStor
 def test_a_model_that_gives_no_answer_gives_way_to_extracted_sentences(
     sample_kb: PaperStore, reply: object, reason: str
 ) -> None:
-    settings = sample_kb.settings.model_copy(deep=True)
-    settings.llm.use_for_routing = False
+    settings = sample_kb.settings.with_overrides(llm={"use_for_routing": False})
     model = ScriptedChatModel([reply])  # type: ignore[list-item]
     answer = Searcher(sample_kb, settings, chat_model=model).answer("How many queries was FlashRank trained on?")
     assert answer.extractive and answer.mode == "single-shot" and answer.sources

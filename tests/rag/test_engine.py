@@ -129,11 +129,41 @@ def rerank_endpoint() -> Iterator[RerankServer]:
 
 def test_rerank_with_an_endpoint_orders_by_its_scores(cli: CliRunner, rerank_endpoint: RerankServer) -> None:
     data = retrieve(cli, QUESTION, "--k", "3", "--rerank", f"{rerank_endpoint.url}#tiny-reranker")
-    assert data["models"]["rerank_provider"] == "http" and data["models"]["rerank_model"] == "tiny-reranker"
+    # The model asked for is sent; the model reported is the one the reply says scored ("m").
+    assert data["models"]["rerank_provider"] == "http" and data["models"]["rerank_model"] == "m"
     assert ("postprocessor", "rerank") in [(o["kind"], o["name"]) for o in data["operators"]]
     request = rerank_endpoint.requests[0]
     assert request["model"] == "tiny-reranker" and len(request["documents"]) >= 3
     assert all(0.0 <= h["score"] <= 1.0 + 1e-5 for h in data["hits"])  # the reranker's scores, scaled
+
+
+def last_first(request: dict[str, Any]) -> tuple[int, bytes]:
+    """A reranker that puts the documents in reverse order (the opposite of the retriever's), naming its model."""
+    n = len(request["documents"])
+    results = [{"index": i, "relevance_score": float(i)} for i in range(n)]
+    return 200, json.dumps({"model": "bge-reranker-v2-m3", "results": results}).encode()
+
+
+@pytest.mark.parametrize(
+    ("question", "track"),
+    [(QUESTION, "A"), ("Which papers distil a cross-encoder into a smaller ranking model?", "B")],
+)
+def test_a_rerankers_order_is_final(cli: CliRunner, question: str, track: str) -> None:
+    """Whatever runs after the reranker keeps its order: the passages come out in the order of its scores, on one
+    paper and across papers, and the postprocessors run in their declared order."""
+    from paperscope.rag.engine import POSTPROCESSORS
+
+    with RerankServer(last_first) as server:
+        data = retrieve(cli, question, "--k", "4", "--rerank", server.url)
+    assert data["track"] == track and len(data["hits"]) >= 2
+    [request] = server.requests  # the fused pool is scored once
+    sent = request["documents"]
+    places = [next(i for i, doc in enumerate(sent) if h["text"] in doc) for h in data["hits"]]
+    assert places == sorted(places, reverse=True), places  # best first by the reranker: the last sent first
+    assert data["models"]["rerank_model"] == "bge-reranker-v2-m3"  # named by the endpoint's reply
+    ran = [o["name"] for o in data["operators"] if o["kind"] == "postprocessor" and o["name"] in POSTPROCESSORS]
+    assert ran == sorted(ran, key=POSTPROCESSORS.index) and "rerank" in ran
+    assert "sections" not in ran and "mmr" not in ran  # they would reorder the reranker's ranking
 
 
 def test_rerank_with_a_local_cross_encoder(cli: CliRunner, tiny_cross_encoder: Path) -> None:  # noqa: F811
