@@ -7,11 +7,17 @@ Real models are imperfect, so the loop also:
 - runs tool calls the model wrote as text (textcalls.py) as real calls, marked `from_text` in the trace;
 - re-prompts once (`nudge`) when the model answers or finishes before it has read anything;
 - stops on a model failure, keeping the error in the state: the searcher then answers without the agent.
+
+The run's `RunState` is the graph's context (`invoke(..., context=state)`): nodes get it as `runtime.context`,
+tools through the ToolRuntime the ToolNode injects. Each tool call is traced by the ToolNode's `wrap_tool_call`
+wrapper (`trace_call`), which hands the step on with the call's ToolMessage.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypedDict, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -29,6 +35,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import ValidationError
 
 from ..answer.model import TraceStep
@@ -36,9 +45,10 @@ from ..errors import LLMError
 from ..llm.client import as_llm_error
 from ..prompts import load_prompt
 from .textcalls import enough_read, parse_text_calls
-from .tools import AgentTools, FinishArgs, brief_declarations
+from .tools import AgentTools, FinishArgs, RunState, brief_declarations, call_args, call_step, tool_error
 
 PARSED_FROM_TEXT = "parsed_from_text"  # response_metadata key of a reply whose calls were written as text
+Execute = Callable[[ToolCallRequest], ToolMessage | Command[Any]]  # what a wrap_tool_call wrapper is handed
 
 
 class AgentState(TypedDict):
@@ -128,21 +138,42 @@ def without_early_finish(reply: AIMessage) -> tuple[AIMessage, bool]:
     return reply.model_copy(update={"tool_calls": others}), True
 
 
+def trace_call(request: ToolCallRequest, execute: Execute) -> ToolMessage | Command[Any]:
+    """The ToolNode's `wrap_tool_call`: runs one call and makes its TraceStep, reported at once and handed on as
+    the ToolMessage's artifact (the tool's own artifact, the citations it showed, is the step's `results`)."""
+    run = cast(RunState, request.runtime.context)  # build_graph's graph always runs with one
+    state = cast(AgentState, request.state)
+    call, tool = request.tool_call, request.tool
+    last = state["messages"][-1]
+    from_text = isinstance(last, AIMessage) and bool(last.response_metadata.get(PARSED_FROM_TEXT))
+    args = call_args(run, tool, call["args"]) if tool is not None else {}
+    started = time.perf_counter()
+    message = execute(request)
+    if not isinstance(message, ToolMessage):  # a Command: none of the agent's tools returns one
+        return message
+    if tool is None:  # ToolNode answered it with the tool list; the trace says it plainly
+        step = TraceStep(tool=call["name"], observation=f"error: unknown tool {call['name']!r}", error=True)
+    else:
+        step = call_step(run, call["name"], args, message, round(time.perf_counter() - started, 4))
+    step.turn, step.from_text = state["turns"], from_text
+    run.report(step)
+    return message.model_copy(update={"artifact": step})
+
+
 def build_graph(
     chat_model: BaseChatModel, tools: AgentTools, max_iterations: int, *, brief: bool = False
-) -> CompiledStateGraph[Any]:
-    """Compile the agent graph for one run (the tools carry the run's state). `brief`: declare the tools to the
+) -> CompiledStateGraph[AgentState, RunState, AgentState, AgentState]:
+    """Compile the agent graph; run it with the run's `RunState` as context. `brief`: declare the tools to the
     model briefly (the compact contract, see `brief_declarations`); they run and validate the same."""
     bound = tools.tools()
     # The tools are declared even to a model that writes its calls as text: its chat template turns the
     # declarations into the call format it was trained on, which a prompt of our own does not match.
     model_with_tools = chat_model.bind_tools(brief_declarations(bound) if brief else bound)
     # ToolNode runs the independent calls of one turn concurrently and turns bad arguments into error messages.
-    tool_node = ToolNode(bound, handle_tool_errors=tools.tool_error)
+    tool_node = ToolNode(bound, handle_tool_errors=tool_error, wrap_tool_call=trace_call)
     names = {t.name for t in bound}
-    trace = tools.state.trace
 
-    def call_model(state: AgentState) -> dict[str, Any]:
+    def call_model(state: AgentState, runtime: Runtime[RunState]) -> dict[str, Any]:
         turn = state["turns"] + 1
         try:
             reply = read_reply(model_with_tools, state["messages"], names)
@@ -154,33 +185,30 @@ def build_graph(
                 note = "error: finish ignored: it came with other calls, before their results were read"
                 from_text = bool(reply.response_metadata.get(PARSED_FROM_TEXT))
                 step = TraceStep(tool="finish", observation=note, error=True, turn=turn, from_text=from_text)
-                tools.state.record(step)
+                runtime.context.record(step)
         return {"messages": [reply], "turns": turn}
 
-    def run_tools(state: AgentState) -> dict[str, Any]:
+    def run_tools(state: AgentState, runtime: Runtime[RunState]) -> dict[str, Any]:
+        run = runtime.context
         last = state["messages"][-1]
         out: list[AnyMessage] = []
-        first_step = len(trace)
         if isinstance(last, AIMessage) and last.tool_calls:
-            for call in last.tool_calls:
-                if call["name"] not in names:  # ToolNode answers these itself; the trace should show them too
-                    tools.state.record_error(call["name"], f"error: unknown tool {call['name']!r}")
+            # Invoked inside this node, the ToolNode inherits its config and with it the run's context.
             result = tool_node.invoke(state)
-            out.extend(result["messages"] if isinstance(result, dict) else result)
+            answered: list[ToolMessage] = result["messages"]
+            # The ToolNode returns one message per call, in the order of the calls, each carrying the step
+            # trace_call made of it (reported as the call ended, in whatever order the calls ended).
+            run.trace.extend(m.artifact for m in answered)
+            out.extend(answered)
         if isinstance(last, AIMessage):
             # Calls whose arguments were not even JSON never reach the ToolNode; the model must hear about them.
+            turn, from_text = state["turns"], bool(last.response_metadata.get(PARSED_FROM_TEXT))
             for bad in last.invalid_tool_calls:
                 reason = bad.get("error") if (bad.get("id") or "").startswith("text_") else None
                 message = f"error: {bad.get('name') or 'tool call'}: {reason or 'arguments are not valid JSON'}"
-                tools.state.record_error(bad.get("name") or "?", message)
+                name = bad.get("name") or "?"
+                run.record(TraceStep(tool=name, observation=message, error=True, turn=turn, from_text=from_text))
                 out.append(ToolMessage(content=message, tool_call_id=bad.get("id") or "invalid", status="error"))
-            from_text = bool(last.response_metadata.get(PARSED_FROM_TEXT))
-            # Model turns are sequential: every new step belongs to this turn. The calls ran concurrently and
-            # were traced as they ended; list them in the order the model made them.
-            order = {name: i for i, name in reversed(list(enumerate(c["name"] for c in last.tool_calls)))}
-            trace[first_step:] = sorted(trace[first_step:], key=lambda s: order.get(s.tool, len(order)))
-            for step in trace[first_step:]:
-                step.turn, step.from_text = state["turns"], from_text
         return {"messages": out}
 
     def nudge(state: AgentState) -> dict[str, Any]:
@@ -193,7 +221,7 @@ def build_graph(
             return {"error": as_llm_error(exc, chat_model), "cut_short": True}
         return {"messages": [reply], "cut_short": True}
 
-    def after_model(state: AgentState) -> str:
+    def after_model(state: AgentState, runtime: Runtime[RunState]) -> str:
         if state["error"] is not None:
             return END
         last = state["messages"][-1]
@@ -203,7 +231,7 @@ def build_graph(
             # An answer before reading anything is from memory: ask once for a tool call instead. (An answer
             # after reading that cites none of it is not asked again: rewriting it from the passages with
             # answer.md gives small models' answers more of the facts, see searcher.py.)
-            if not tools.state.seen and not state["nudged"] and state["turns"] < max_iterations:
+            if not runtime.context.seen and not state["nudged"] and state["turns"] < max_iterations:
                 return "nudge"
             return END
         return "tools"
@@ -211,7 +239,7 @@ def build_graph(
     def after_tools(state: AgentState) -> Literal["model", "wrap_up"]:
         return "wrap_up" if state["turns"] >= max_iterations else "model"
 
-    graph = StateGraph(AgentState)
+    graph = StateGraph(AgentState, context_schema=RunState)
     graph.add_node("model", call_model)
     graph.add_node("tools", run_tools)
     graph.add_node("nudge", nudge)

@@ -141,10 +141,11 @@ class AgenticSearcher:
             result: dict[str, Any] = {}
             inputs = initial_state(run.messages)
             if on_token is None:
-                result = run.graph.invoke(inputs, config=config)
+                result = run.graph.invoke(inputs, config=config, context=run.state)
             else:
                 stream = AnswerStream(run.state.seen, on_token, resolve=run.state.resolve)
-                for mode, item in run.graph.stream(inputs, config=config, stream_mode=["messages", "values"]):
+                modes = ["messages", "values"]
+                for mode, item in run.graph.stream(inputs, config=config, context=run.state, stream_mode=modes):
                     if mode == "messages" and isinstance(item[0], AIMessageChunk):
                         stream.feed(item[0], item[1].get("langgraph_node"))
                     elif mode == "values":
@@ -164,7 +165,7 @@ class AgenticSearcher:
         listed = papers[:CATALOGUE_IN_PROMPT]
         labels = PaperLabels(p.doc_id for p in listed)
         state = RunState(labels, on_record=self.on_step)
-        tools = AgentTools(self.single_shot.engine, state, papers)
+        tools = AgentTools(self.single_shot.engine, papers)
         prompt = self.prompt_name
         compact = prompt == PROMPTS["compact"]
         graph = build_graph(self.chat_model, tools, self.max_iterations, brief=compact)

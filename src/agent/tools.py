@@ -4,6 +4,11 @@ Every chunk a tool shows is written with its short citation id `P<n>:<chunk_inde
 remembered in the run's `RunState` under its full id `<doc_id>:<chunk_index>`, so `finish` can check that
 each cited source was really read in this run. Papers are named P1, P2, ... to the model; a full doc_id is
 accepted too. A bad argument goes back to the model as a one-line error (`BadToolCall`); anything else raises.
+
+As LangGraph tools, they take the run's `RunState` from the graph's context (`ToolRuntime.context`, injected by
+the ToolNode and never declared to the model) and answer `(text for the model, citation ids it showed)`: the
+second part is the ToolMessage's artifact, which the graph's `wrap_tool_call` wrapper turns into the call's
+TraceStep (`call_step`).
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.prebuilt.tool_node import ToolInvocationError
+from langgraph.prebuilt.tool_node import ToolInvocationError, ToolRuntime
 from pydantic import BaseModel, Field, ValidationError
 
 from ..answer.model import TraceStep
@@ -38,45 +44,35 @@ class BadToolCall(Exception):
     """A tool argument the model can fix; its message goes back to the model."""
 
 
+@dataclass(eq=False)
 class RunState:
-    """What one agent run has seen and done (shared by concurrently running tools)."""
+    """What one agent run has seen and done: the graph's context, shared by the tools it runs concurrently.
 
-    def __init__(self, labels: PaperLabels | None = None, on_record: Callable[[TraceStep], None] | None = None) -> None:
-        """`on_record` hears of every step as it is recorded (a server streams the tool calls as they end)."""
-        self.seen: dict[str, StoredChunk] = {}
-        self.trace: list[TraceStep] = []
-        # What the query transforms generated for the run's searches (the answer's monitoring fields).
-        self.generated: dict[str, list[str]] = {"generated_queries": [], "hyde_queries": []}
-        self.notes: list[str] = []
-        self.labels = labels or PaperLabels()
-        self.on_record = on_record
-        self._lock = threading.Lock()
-        # The citations the tool call running in this thread returned (ToolNode runs each call in one thread).
-        self._call = threading.local()
+    `on_record` hears of every step as it is recorded (a server streams the tool calls as they end)."""
+
+    labels: PaperLabels = field(default_factory=PaperLabels)
+    on_record: Callable[[TraceStep], None] | None = None
+    seen: dict[str, StoredChunk] = field(default_factory=dict, init=False)
+    # Appended by the graph's nodes and the searcher, which run one at a time; concurrent tools only report.
+    trace: list[TraceStep] = field(default_factory=list, init=False)
+    # What the query transforms generated for the run's searches (the answer's monitoring fields).
+    generated: dict[str, list[str]] = field(
+        default_factory=lambda: {"generated_queries": [], "hyde_queries": []}, init=False
+    )
+    notes: list[str] = field(default_factory=list, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def resolve(self, cid: str) -> str | None:
         """The full citation id of a seen chunk for an id the model wrote (either form), else None."""
         full = self.labels.resolve(cid)
         return full if full is not None and full in self.seen else None
 
-    def remember(self, chunks: list[StoredChunk]) -> None:
-        """Chunks a tool showed the model: citable from now on, and the current call's results."""
+    def remember(self, chunks: list[StoredChunk]) -> list[str]:
+        """Chunks a tool showed the model, citable from now on; their citation ids in order, each once."""
         with self._lock:
             for c in chunks:
                 self.seen.setdefault(c.citation, c)
-        results = getattr(self._call, "results", None)
-        if results is not None:
-            results.extend(c.citation for c in chunks)
-
-    def start_call(self) -> None:
-        """A tool call begins in this thread: collect the citations it returns."""
-        self._call.results = []
-
-    def end_call(self) -> list[str]:
-        """The citations the call of this thread returned, in order (each once)."""
-        results: list[str] = getattr(self._call, "results", None) or []
-        self._call.results = None
-        return list(dict.fromkeys(results))
+        return list(dict.fromkeys(c.citation for c in chunks))
 
     def add_generated(self, fields: dict[str, Any], notes: Sequence[str] = ()) -> None:
         """Keep what a search's query transforms generated (each query once) and their notes."""
@@ -86,13 +82,23 @@ class RunState:
             self.notes.extend(n for n in notes if n not in self.notes)
 
     def record(self, step: TraceStep) -> None:
-        with self._lock:
-            self.trace.append(step)
+        """Add `step` to the trace and report it."""
+        self.trace.append(step)
+        self.report(step)
+
+    def report(self, step: TraceStep) -> None:
+        """Tell `on_record` of `step` (a tool call as it ends: it joins the trace once its turn's calls are done)."""
         if self.on_record is not None:
             self.on_record(step)
 
-    def record_error(self, tool: str, message: str) -> None:
-        self.record(TraceStep(tool=tool, observation=message, error=True))
+    def shown_args(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Tool arguments as the trace shows them: paper labels and short citation ids mapped to doc_ids."""
+        out = dict(args)
+        if isinstance(out.get("doc_id"), str):
+            out["doc_id"] = self.labels.doc_id(out["doc_id"]) or out["doc_id"]
+        if isinstance(out.get("sources"), list):
+            out["sources"] = [self.labels.resolve(s) or s if isinstance(s, str) else s for s in out["sources"]]
+        return out
 
 
 # --- argument schemas: what the model fills in ----------------------------------------------------------
@@ -145,21 +151,19 @@ def shorten(text: str, limit: int) -> str:
 
 
 class AgentTools:
-    """The five tools bound to the engine and one run's state: thin views of the engine's results."""
+    """The five tools bound to the engine: thin views of its results for the run whose state they are given.
 
-    def __init__(self, engine: Engine, state: RunState, papers: Sequence[PaperRecord] | None = None) -> None:
+    Each returns `(text for the model, citation ids of the chunks it showed)`."""
+
+    def __init__(self, engine: Engine, papers: Sequence[PaperRecord] | None = None) -> None:
         """`papers`: the ready catalogue if the caller has just read it (it is re-read on an unknown doc_id)."""
         self.engine = engine
         self.store = engine.store
-        self.state = state
         self._papers: dict[str, PaperRecord] | None = None if papers is None else {p.doc_id: p for p in papers}
 
-    def _show(self, c: StoredChunk, *, with_score: bool = True) -> str:
-        return format_chunk(c, self.state.labels.short(c.citation), with_score=with_score)
-
-    def _paper(self, ref: str) -> PaperRecord:
+    def _paper(self, run: RunState, ref: str) -> PaperRecord:
         """The ready paper a model's reference (P3, or a full doc_id) names, or a BadToolCall the model can act on."""
-        doc_id = self.state.labels.doc_id(ref)
+        doc_id = run.labels.doc_id(ref)
         if doc_id is None:
             raise BadToolCall(f"unknown paper {ref.strip()!r}; use a paper id (P1, P2, ...) from the list or a search")
         try:
@@ -174,7 +178,7 @@ class AgentTools:
             name = ref.strip().casefold()
             named = [p for p in self._papers.values() if len(name) >= 3 and name in p.title.casefold()]
             hint = (
-                f"; did you mean {self.state.labels.label(named[0].doc_id)} ({named[0].title})?"
+                f"; did you mean {run.labels.label(named[0].doc_id)} ({named[0].title})?"
                 if len(named) == 1
                 else "; call search_abstracts to find papers"
             )
@@ -183,7 +187,7 @@ class AgentTools:
 
     # The docstrings below are exactly what the model reads.
 
-    def search_abstracts(self, query: str, k: int = 5) -> str:
+    def search_abstracts(self, run: RunState, query: str, k: int = 5) -> tuple[str, list[str]]:
         """Find the papers about a topic by searching their titles and abstracts.
 
         Returns for each paper, best match first, its id (P1, P2, ...), title, year, score, and the citation
@@ -191,22 +195,24 @@ class AgentTools:
         search_by_section.
         """
         generated = self.engine.transform(query, self_query=False)
-        self.state.add_generated(generated.fields(), generated.notes)
+        run.add_generated(generated.fields(), generated.notes)
         found = self.engine.find_papers(query, k, generated=generated)
         if not found:
-            return "No paper matches. Try other words."
-        self.state.remember([c for c, _ in found])
+            return "No paper matches. Try other words.", []
+        shown = run.remember([c for c, _ in found])
         lines = []
-        labels = self.state.labels
+        labels = run.labels
         for h, score in found:
             year = f" ({h.year})" if h.year else ""
             lines.append(
                 f"{labels.label(h.doc_id)} | {h.title}{year} | score {score:.3f} | "
                 f"abstract [{labels.short(h.citation)}]: {shorten(h.text, SNIPPET_CHARS)}"
             )
-        return "\n".join(lines)
+        return "\n".join(lines), shown
 
-    def search_by_section(self, query: str, doc_id: str | None = None, category: str | None = None, k: int = 5) -> str:
+    def search_by_section(
+        self, run: RunState, query: str, doc_id: str | None = None, category: str | None = None, k: int = 5
+    ) -> tuple[str, list[str]]:
         """Search passages of the papers, optionally only in one paper (doc_id: P1, P2, ...) and one section category.
 
         Categories: METHOD (how it works, setup, data), EVALUATION (results, numbers, ablations),
@@ -220,60 +226,63 @@ class AgentTools:
                 cats = [parse_category(category)]
             except ValueError:
                 raise BadToolCall(f"unknown category {category!r}; use one of {CATEGORY_NAMES}") from None
-        doc_ids = [self._paper(doc_id).doc_id] if doc_id else None
+        doc_ids = [self._paper(run, doc_id).doc_id] if doc_id else None
         result = self.engine.search(query, SearchFilter(doc_ids=doc_ids, categories=cats), k)
-        self.state.add_generated(result.generated, result.notes)
+        run.add_generated(result.generated, result.notes)
         hits = result.chunks
         if not hits:
             scope = " in that paper" if doc_id else ""
-            return f"No passage found{scope}{' under ' + cats[0].name if cats else ''}. Try other words or no category."
-        self.state.remember(hits)
-        return "\n\n".join(self._show(h) for h in hits)
+            under = " under " + cats[0].name if cats else ""
+            return f"No passage found{scope}{under}. Try other words or no category.", []
+        shown = run.remember(hits)
+        return "\n\n".join(_show(run, h) for h in hits), shown
 
-    def get_context_window(self, doc_id: str, chunk_index: int, window: int = 1) -> str:
+    def get_context_window(
+        self, run: RunState, doc_id: str, chunk_index: int, window: int = 1
+    ) -> tuple[str, list[str]]:
         """Read the passages around one passage of a paper, in order: chunk_index-window .. chunk_index+window.
 
         Use it when a passage is cut off or you need what comes just before or after it.
         """
-        paper = self._paper(doc_id)
+        paper = self._paper(run, doc_id)
         if chunk_index >= paper.n_chunks:
             raise BadToolCall(
                 f"chunk_index {chunk_index} is past the end: this paper has chunks 0..{paper.n_chunks - 1}"
             )
         chunks = self.engine.window(paper.doc_id, chunk_index, window)
-        self.state.remember(chunks)
-        return "\n\n".join(self._show(c, with_score=False) for c in chunks)
+        shown = run.remember(chunks)
+        return "\n\n".join(_show(run, c, with_score=False) for c in chunks), shown
 
-    def get_paper_introduction(self, doc_id: str) -> str:
+    def get_paper_introduction(self, run: RunState, doc_id: str) -> tuple[str, list[str]]:
         """Read the beginning of a paper's Introduction (about 500 tokens): its problem, motivation, contributions.
 
         Use it for background on one paper.
         """
-        paper = self._paper(doc_id)
+        paper = self._paper(run, doc_id)
         chunks = self.engine.introduction(paper.doc_id)
         # A summary written at ingest (`--enrich summaries`) comes first; it is no passage, so it is not citable.
         summary = self.engine.summary(paper.doc_id) if "summaries" in paper.enrichments else ""
         head = f"Summary of {paper.title} (written at ingest by a language model; cite the passages below, not this):"
         lead = [f"{head}\n{summary}"] if summary else []
         if not chunks:
-            return "\n\n".join([*lead, f"{paper.title} has no Introduction or Abstract in the store."])
-        self.state.remember(chunks)
-        return "\n\n".join([*lead, *(self._show(c, with_score=False) for c in chunks)])
+            return "\n\n".join([*lead, f"{paper.title} has no Introduction or Abstract in the store."]), []
+        shown = run.remember(chunks)
+        return "\n\n".join([*lead, *(_show(run, c, with_score=False) for c in chunks)]), shown
 
-    def finish(self, answer: str, sources: list[str]) -> str:
+    def finish(self, run: RunState, answer: str, sources: list[str]) -> tuple[str, list[str]]:
         """Give the final answer and stop.
 
         `answer` cites the passages it uses inline by their ids, e.g. [P1:12]; `sources` lists those ids.
         Cite only ids shown in tool results of this conversation. If the papers do not answer the
         question, say so in `answer` and give the closest sources you found (or none).
         """
-        return "Answer recorded."
+        return "Answer recorded.", []
 
     # --- binding -----------------------------------------------------------------------------------------
 
     def tools(self) -> list[BaseTool]:
-        """The tools as LangChain tools, each timed and traced."""
-        specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
+        """The tools as LangChain tools for a ToolNode, which injects the run's state (see `_bound`)."""
+        specs: list[tuple[Callable[..., tuple[str, list[str]]], type[BaseModel]]] = [
             (self.search_abstracts, SearchAbstractsArgs),
             (self.search_by_section, SearchBySectionArgs),
             (self.get_context_window, ContextWindowArgs),
@@ -282,68 +291,66 @@ class AgentTools:
         ]
         return [
             StructuredTool.from_function(
-                func=self._traced(fn),
+                func=_bound(fn),
                 name=fn.__name__,
                 description=inspect.cleandoc(fn.__doc__ or ""),
                 args_schema=schema,
                 infer_schema=False,
+                response_format="content_and_artifact",
             )
             for fn, schema in specs
         ]
 
-    def _full_ids(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Tool arguments as the trace shows them: paper labels and short citation ids mapped to doc_ids."""
-        labels = self.state.labels
-        out = dict(args)
-        if isinstance(out.get("doc_id"), str):
-            out["doc_id"] = labels.doc_id(out["doc_id"]) or out["doc_id"]
-        if isinstance(out.get("sources"), list):
-            out["sources"] = [labels.resolve(s) or s if isinstance(s, str) else s for s in out["sources"]]
-        return out
 
-    def tool_error(self, e: Exception) -> str:
-        """ToolNode's error handler: one line for the model on bad arguments; anything else is re-raised."""
-        if isinstance(e, BadToolCall):
-            return f"error: {e}"
-        if isinstance(e, ToolInvocationError):
-            cause = e.source
-            detail = "invalid arguments"
-            if isinstance(cause, ValidationError) and cause.errors():
-                first = cause.errors()[0]
-                where = ".".join(str(p) for p in first["loc"]) or "arguments"
-                detail = f"{where}: {first['msg']}"
-            message = f"error: {e.tool_name}: {detail}"
-            args = self._full_ids(dict(e.tool_kwargs))
-            self.state.record(TraceStep(tool=e.tool_name, args=args, observation=message, error=True))
-            return message
-        raise e
+def _bound(fn: Callable[..., tuple[str, list[str]]]) -> Callable[..., tuple[str, list[str]]]:
+    # `runtime` is no field of the tool's args_schema, so the model is never told of it; the ToolNode finds it
+    # by its name and type in this signature and passes the ToolRuntime, whose context is the run's state.
+    def run(runtime: ToolRuntime[RunState, Any], **kwargs: Any) -> tuple[str, list[str]]:
+        return fn(runtime.context, **kwargs)
 
-    def _traced(self, fn: Callable[..., str]) -> Callable[..., str]:
-        name = fn.__name__
+    run.__name__ = fn.__name__
+    return run
 
-        def run(**kwargs: Any) -> str:
-            started = time.perf_counter()
-            args = self._full_ids(kwargs)
-            self.state.start_call()
-            try:
-                out = fn(**kwargs)
-            except BadToolCall as exc:
-                self.state.end_call()
-                self.state.record(
-                    TraceStep(tool=name, args=args, observation=f"error: {exc}", seconds=_since(started), error=True)
-                )
-                raise
-            results = self.state.end_call()
-            # The trace leaves the run: it shows doc_ids, not this run's labels.
-            seen = self.state.labels.expand(out)
-            observation = shorten(seen, OBSERVATION_CHARS)
-            self.state.record(
-                TraceStep(tool=name, args=args, observation=observation, seconds=_since(started), results=results)
-            )
-            return out
 
-        run.__name__ = name
-        return run
+def _show(run: RunState, c: StoredChunk, *, with_score: bool = True) -> str:
+    return format_chunk(c, run.labels.short(c.citation), with_score=with_score)
+
+
+def tool_error(e: Exception) -> str:
+    """ToolNode's error handler: one line for the model on bad arguments; anything else is re-raised."""
+    if isinstance(e, BadToolCall):
+        return f"error: {e}"
+    if isinstance(e, ToolInvocationError):
+        cause = e.source
+        detail = "invalid arguments"
+        if isinstance(cause, ValidationError) and cause.errors():
+            first = cause.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "arguments"
+            detail = f"{where}: {first['msg']}"
+        return f"error: {e.tool_name}: {detail}"
+    raise e
+
+
+def call_args(run: RunState, tool: BaseTool, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's arguments as the trace shows them: as the tool receives them (validated, defaults filled in),
+    or as the model wrote them when they do not validate."""
+    schema = tool.args_schema
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        try:
+            return run.shown_args(schema.model_validate(dict(args)).model_dump())
+        except ValidationError:
+            pass
+    return run.shown_args(args)
+
+
+def call_step(run: RunState, name: str, args: dict[str, Any], message: ToolMessage, seconds: float) -> TraceStep:
+    """The trace step of a call to a known tool, from the ToolMessage the ToolNode made of it."""
+    if message.status == "error":
+        return TraceStep(tool=name, args=args, observation=str(message.content), seconds=seconds, error=True)
+    # The trace leaves the run: it shows doc_ids, not this run's labels.
+    observation = shorten(run.labels.expand(str(message.content)), OBSERVATION_CHARS)
+    results = [str(c) for c in message.artifact or []]
+    return TraceStep(tool=name, args=args, observation=observation, seconds=seconds, results=results)
 
 
 def brief_declarations(tools: Sequence[BaseTool]) -> list[dict[str, Any]]:
@@ -378,7 +385,3 @@ def _brief_property(prop: dict[str, Any]) -> dict[str, Any]:
 def _first_sentence(doc: str) -> str:
     first = " ".join(doc.strip().split("\n\n", 1)[0].split())
     return re.split(r"(?<=[^.])\.\s+(?=[A-Z])", first, maxsplit=1)[0].rstrip(".") + "."
-
-
-def _since(started: float) -> float:
-    return round(time.perf_counter() - started, 4)

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import re
+import time
 from collections.abc import Callable
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.tools import StructuredTool
 
+from paperscope.agent.llm import make_chat_model
 from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
+from paperscope.answer.model import TraceStep
+from paperscope.config import LLMSettings
 from paperscope.prompts import load_prompt
 from paperscope.rag.engine import Engine
-from paperscope.rag.store import PaperStore
+from paperscope.rag.store import PaperStore, StoredChunk
 from tests.scripted_model import DESIGN_TOOLS, ScriptedChatModel, final, invalid_tool_call, tool_call, tool_calls
 
 CITE = re.compile(r"\[((?:P\d+|[0-9a-f-]{36}):\d+)\]")  # what the model reads: short ids such as [P3:12]
@@ -126,6 +132,96 @@ def test_track_b_draws_on_several_papers_and_runs_calls_concurrently(
     # All three calls of the second turn answered in that turn.
     assert len(tool_results(model.calls[2])) == 4
     assert [s.tool for s in answer.trace].count("search_by_section") == 2
+
+
+def test_calls_of_one_turn_are_traced_in_the_order_the_model_made_them(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]],
+    sample_doc_ids: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slow, fast = sample_doc_ids["chunksage"], sample_doc_ids["hydra"]
+    searcher, model = agent_for(
+        tool_calls(
+            ("get_context_window", {"doc_id": slow, "chunk_index": 1, "window": 1}),
+            ("get_context_window", {"doc_id": fast, "chunk_index": 2, "window": 0}),
+        ),
+        cited_in_last_result(lambda ids: ids[:1], "HyDRA."),
+    )
+    engine = searcher.single_shot.engine
+    window: Callable[..., list[StoredChunk]] = engine.window
+
+    def slow_first(doc_id: str, chunk_index: int, width: int = 1) -> list[StoredChunk]:
+        if doc_id == slow:  # the first call ends last: the trace must not follow the order calls end in
+            time.sleep(0.5)
+        return window(doc_id, chunk_index, width)
+
+    monkeypatch.setattr(engine, "window", slow_first)
+    heard: list[TraceStep] = []
+    searcher.on_step = heard.append
+    answer = searcher.run("What does HyDRA generate?")
+    steps = [s for s in answer.trace if s.turn == 1]
+    assert [s.args["doc_id"] for s in steps] == [slow, fast]
+    assert [s.args["doc_id"] for s in heard[:2]] == [fast, slow]  # reported as each call ended
+    assert [s.turn for s in heard[:2]] == [1, 1]
+    # Each step lists the citations its own call showed the model (as full ids), and only those.
+    slow_msg, fast_msg = tool_results(model.calls[1])
+    for step, message, doc in [(steps[0], slow_msg, slow), (steps[1], fast_msg, fast)]:
+        label = label_of(model.calls[0], message_title(message))
+        assert step.results == [f"{doc}:{c.split(':')[1]}" for c in CITE.findall(str(message.content))]
+        assert step.results and all(c.startswith(f"{label}:") for c in CITE.findall(str(message.content)))
+        assert doc in step.observation and f"{label}:" not in step.observation and not step.error
+    assert [s.results for s in steps] == [[f"{slow}:0", f"{slow}:1", f"{slow}:2"], [f"{fast}:2"]]
+
+
+def message_title(message: ToolMessage) -> str:
+    """The start of the paper title in a tool result's first passage header (`[P1:2] Title | ...`)."""
+    return str(message.content).split("] ", 1)[1].split(" | ", 1)[0][:12]
+
+
+def test_calls_the_tool_node_refuses_are_traced_in_call_order_and_answered(
+    agent_for: Callable[..., tuple[AgenticSearcher, ScriptedChatModel]], sample_doc_ids: dict[str, str]
+) -> None:
+    doc = sample_doc_ids["quantkv"]
+    turn = tool_calls(
+        ("search_by_section", {"query": "memory saving", "doc_id": doc}),
+        ("no_such_tool", {"x": 1}),
+        ("get_context_window", {"doc_id": doc, "chunk_index": 0, "window": 10}),
+    )
+    turn.invalid_tool_calls = invalid_tool_call("search_abstracts", '{"query": "kv').invalid_tool_calls
+    searcher, model = agent_for(turn, cited_in_last_result(lambda ids: [], "QuantKV saves memory."))
+    answer = searcher.run("How much memory does QuantKV save?")
+    steps = [s for s in answer.trace if s.turn == 1]
+    assert [(s.tool, s.error) for s in steps] == [
+        ("search_by_section", False),
+        ("no_such_tool", True),
+        ("get_context_window", True),
+        ("search_abstracts", True),
+    ]
+    assert steps[1].observation == "error: unknown tool 'no_such_tool'" and steps[1].args == {}
+    assert steps[2].observation.startswith("error: get_context_window: window") and steps[2].args["window"] == 10
+    assert steps[3].observation == "error: search_abstracts: arguments are not valid JSON"
+    replies = tool_results(model.calls[1])
+    assert [m.tool_call_id for m in replies] == [c["id"] for c in turn.tool_calls] + [turn.invalid_tool_calls[0]["id"]]
+    assert "no_such_tool is not a valid tool" in str(replies[1].content)
+    assert [m.status for m in replies] == ["success", "error", "error", "error"]
+
+
+def test_the_injected_run_state_is_declared_to_no_model(sample_kb: PaperStore) -> None:
+    tools = AgentTools(Engine(sample_kb)).tools()
+    # Every tool takes the run's state as an injected `runtime` argument ...
+    functions = [t.func for t in tools if isinstance(t, StructuredTool) and t.func is not None]
+    assert len(functions) == len(tools) and all("runtime" in inspect.signature(f).parameters for f in functions)
+    # ... which neither the full declarations an OpenAI-compatible endpoint is sent nor the brief ones name.
+    model = make_chat_model(LLMSettings(model="scripted-model", base_url="http://127.0.0.1:9/v1"))
+    assert model is not None
+    sent = model.bind_tools(tools).kwargs["tools"]  # type: ignore[attr-defined]
+    for declared in (sent, brief_declarations(tools)):
+        assert [d["function"]["name"] for d in declared] == [t.name for t in tools]
+        for d in declared:
+            assert "runtime" not in d["function"]["parameters"]["properties"], d["function"]["name"]
+            assert "runtime" not in d["function"]["parameters"].get("required", [])
+            assert "runtime" not in json.dumps(d)
+    assert set(sent[2]["function"]["parameters"]["properties"]) == {"doc_id", "chunk_index", "window"}
 
 
 @pytest.mark.parametrize(
@@ -344,7 +440,7 @@ def test_streaming_hands_the_answer_to_the_chat(
 
 
 def test_brief_declarations_keep_names_types_and_defaults_only(sample_kb: PaperStore) -> None:
-    tools = AgentTools(Engine(sample_kb), RunState()).tools()
+    tools = AgentTools(Engine(sample_kb)).tools()
     declared = {d["function"]["name"]: d["function"] for d in brief_declarations(tools)}
     section = declared["search_by_section"]
     assert section["description"] == (
@@ -363,17 +459,14 @@ def test_brief_declarations_keep_names_types_and_defaults_only(sample_kb: PaperS
 
 def test_tools_remember_what_they_showed(sample_kb: PaperStore, sample_doc_ids: dict[str, str]) -> None:
     state = RunState()
-    tools = AgentTools(Engine(sample_kb), state)
+    tools = AgentTools(Engine(sample_kb))
     doc = sample_doc_ids["chunksage"]
-    out = tools.get_context_window(doc, 0, 1)
+    out, shown = tools.get_context_window(state, doc, 0, 1)
     assert CITE.findall(out) == ["P1:0", "P1:1"]  # the model reads short ids ...
-    assert set(state.seen) == {f"{doc}:0", f"{doc}:1"}  # ... the run remembers full ones
+    assert set(state.seen) == set(shown) == {f"{doc}:0", f"{doc}:1"}  # ... the run remembers full ones
     assert state.resolve("P1:1") == state.resolve(f"{doc}:1") == f"{doc}:1" and state.resolve("P1:7") is None
-    bound = {t.name: t for t in tools.tools()}
-    intro = str(bound["get_paper_introduction"].invoke({"doc_id": "P1"}))  # as the model calls it, traced
-    assert "(INTRODUCTION)" in intro and all(state.resolve(c) for c in CITE.findall(intro))
-    [step] = state.trace
-    assert step.args == {"doc_id": doc} and doc in step.observation and "P1:" not in step.observation
+    intro, shown = tools.get_paper_introduction(state, "P1")
+    assert "(INTRODUCTION)" in intro and [state.resolve(c) for c in CITE.findall(intro)] == shown
 
 
 def test_the_compact_contract_declares_the_tools_briefly_and_reads_calls_from_text(
@@ -406,10 +499,10 @@ def test_search_abstracts_finds_a_paper_by_what_people_call_it(
     sample_kb: PaperStore, sample_doc_ids: dict[str, str]
 ) -> None:
     papers = [p for p in sample_kb.list_papers(brief=True) if p.ready]
-    tools = AgentTools(Engine(sample_kb), RunState(), papers)
+    tools, state = AgentTools(Engine(sample_kb), papers), RunState()
     # Author names are in no abstract: only the catalogue's aliases know them.
     for query, paper in [("Mendez et al.", "blendir"), ("the paper by Mendez and Weiss", "blendir")]:
-        first = tools.search_abstracts(query, k=3).splitlines()[0]
+        first = tools.search_abstracts(state, query, k=3)[0].splitlines()[0]
         label = first.split(" | ")[0]
-        assert tools.state.labels.doc_id(label) == sample_doc_ids[paper], (query, first)
+        assert state.labels.doc_id(label) == sample_doc_ids[paper], (query, first)
         assert re.search(r"\| score \d\.\d{3} \| abstract \[P\d+:\d+\]", first)

@@ -44,11 +44,7 @@ def test_the_agents_search_the_single_shot_plan_and_retrieve_read_the_same_evide
     cli: CliRunner, sample_kb: PaperStore, sample_doc_ids: dict[str, str]
 ) -> None:
     doc = sample_doc_ids["flashrank"]
-    state = RunState(PaperLabels())
-    tools = AgentTools(Engine(sample_kb), state)
-    state.start_call()
-    tools.search_by_section(QUESTION, doc_id=doc, k=4)
-    from_tool = state.end_call()
+    _, from_tool = AgentTools(Engine(sample_kb)).search_by_section(RunState(PaperLabels()), QUESTION, doc_id=doc, k=4)
     from_plan = [c.citation for c in Searcher(sample_kb).plan(QUESTION, doc_ids=[doc], k=4).chunks]
     from_cli = [h["citation"] for h in retrieve(cli, QUESTION, "--paper", doc[:8], "--k", "4")["hits"]]
     assert len(from_tool) == 4 and from_tool == from_plan == from_cli

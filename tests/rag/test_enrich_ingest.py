@@ -245,9 +245,9 @@ def test_summaries_locate_papers_and_the_agent_reads_them(
         found = engine.find_papers("okapi herding", k=2)  # words of the summary only
         assert found[0][0].doc_id == beavers and found[0][0].kind == "chunk"
         assert [p.doc_id for p in store.search_papers_bm25("okapi herding")] == [beavers]
-        tools = AgentTools(engine, RunState())
-        tools.search_abstracts("beavers", 2)
-        intro = tools.get_paper_introduction("P1" if tools.state.labels.doc_id("P1") == beavers else "P2")
+        tools, state = AgentTools(engine), RunState()
+        tools.search_abstracts(state, "beavers", 2)
+        intro, _ = tools.get_paper_introduction(state, "P1" if state.labels.doc_id("P1") == beavers else "P2")
         assert intro.startswith("Summary of Beavers Studies (written at ingest") and "okapi herding" in intro
 
 
