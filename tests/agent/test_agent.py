@@ -13,11 +13,11 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 
-from paperscope.agent.llm import make_chat_model
 from paperscope.agent.searcher import NO_CITATION, AgenticSearcher
 from paperscope.agent.tools import AgentTools, RunState, brief_declarations
 from paperscope.answer.model import TraceStep
 from paperscope.config import LLMSettings
+from paperscope.llm.client import make_chat_model
 from paperscope.prompts import load_prompt
 from paperscope.rag.engine import Engine
 from paperscope.rag.store import PaperStore, StoredChunk
