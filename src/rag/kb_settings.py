@@ -155,10 +155,11 @@ def _check_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_names_of_parts(values: Mapping[str, Any]) -> None:
-    """Names Settings takes as free text but paperscope knows: a chunker, a retriever."""
-    from .chunking import CHUNKERS
+    """Names Settings takes as free text and checks only when used: a chunker (a retriever spec is checked by the
+    setting's own validator)."""
+    from . import registry
 
-    known = {"chunking.strategy": sorted(CHUNKERS), "retrieval.retriever": ["bm25", "dense", "hybrid"]}
+    known = {"chunking.strategy": registry.choices("chunker")}
     for name, choices in known.items():
         if name in values and values[name] not in choices:
             raise SettingError(name, f"invalid setting {name}: {values[name]!r} is not one of {', '.join(choices)}")

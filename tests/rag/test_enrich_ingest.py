@@ -17,12 +17,13 @@ from typer.testing import CliRunner
 
 from paperscope.agent.llm import make_chat_model
 from paperscope.cli import app
-from paperscope.config import ENRICHERS, Settings
+from paperscope.config import Settings
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.engine import Engine
 from paperscope.rag.enrich import make_enricher
 from paperscope.rag.filters import SearchFilter
 from paperscope.rag.ingest import IngestReport, doc_id_for, file_sha256, ingest, plan_enrichment
+from paperscope.rag.registry import names
 from paperscope.rag.store import PaperStore
 from tests.markdown_papers import markdown
 from tests.openai_server import Drop, EmptyBody, Reply, ScriptedOpenAIServer, Text
@@ -90,7 +91,7 @@ def run(paths: list[Path], settings: Settings, store: PaperStore, force: bool = 
     return ingest(paths, settings, store, force=force, enricher=enricher, plan=plan)
 
 
-@pytest.mark.parametrize("strategy", ENRICHERS)
+@pytest.mark.parametrize("strategy", names("enricher"))
 def test_each_strategy_indexes_what_the_model_wrote_and_keeps_the_text(
     tmp_path: Path, server: ScriptedOpenAIServer, local_embedder: CachedEmbedder, strategy: str
 ) -> None:
