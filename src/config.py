@@ -217,7 +217,8 @@ class RetrievalSettings(_Part):
     @field_validator("ensemble")
     @classmethod
     def _ensemble(cls, value: str) -> str:
-        return _retriever_spec(f"ensemble:{value}")
+        _retriever_spec(f"ensemble:{value}")
+        return value
 
     @field_validator("rerank")
     @classmethod

@@ -13,6 +13,10 @@
 On a `parent_child` knowledge base every retriever searches the children (kind "chunk"); parents (kind "parent")
 are context, never hits of their own, except through `parent_document`. Rows an enrichment derived from a chunk
 (kinds question and summary) stand for that chunk: `to_chunks` maps hits on them back (the engine does).
+
+`make_retriever` looks the name before the first ':' up in the operator registry and calls the factory registered
+with it (each class's `from_spec`) with the rest; a retriever of another module or a plugin is built the same way
+(docs/operators.md, "Adding an operator").
 """
 
 from __future__ import annotations

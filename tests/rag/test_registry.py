@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from paperscope.cli import app
@@ -122,6 +124,21 @@ def test_a_newly_registered_retriever_is_built_as_itself(own_operators: list[tup
     with pytest.raises(ConfigError, match="retriever 'reversed' takes no argument"):
         make_retriever("reversed:3")
     assert RetrievalSettings(retriever="reversed").retriever == "reversed"  # the settings take it too
+
+
+def test_settings_refuse_unknown_operator_names_and_keep_good_values() -> None:
+    settings = RetrievalSettings(retriever="hybrid:weighted", ensemble="bm25=0.6,dense=0.4", rerank="llm")
+    assert (settings.retriever, settings.ensemble, settings.rerank) == ("hybrid:weighted", "bm25=0.6,dense=0.4", "llm")
+    assert RetrievalSettings.model_validate(settings.model_dump()) == settings
+    for field, value, says in [
+        ("retriever", "bm52", "unknown retriever 'bm52'; did you mean 'bm25'?"),
+        ("hyde_retriever", "raptor:ensemble", "the base of raptor is bm25, dense or hybrid"),
+        ("ensemble", "bm25=0.6,nosuch=1", "unknown retriever 'nosuch'"),
+        ("rerank", "colbert:x", "unknown reranker 'colbert:x'; use 'cross-encoder:<name-or-path>'"),
+        ("transforms", "hide", "unknown transform 'hide'; did you mean 'hyde'?"),
+    ]:
+        with pytest.raises(ValidationError, match=re.escape(says)):
+            RetrievalSettings.model_validate({field: value})
 
 
 def test_a_factory_builds_from_the_spec_argument(own_operators: list[tuple[registry.Kind, str]]) -> None:
