@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 from paperscope.parser import parse_pdf
-from paperscope.rag.chunking import CHUNKERS, ChunkOptions, chunk_paper
+from paperscope.rag.chunking import ChunkOptions, chunk_paper
 from paperscope.rag.embeddings import make_embedder
+from paperscope.rag.registry import names
 from paperscope.rag.tokens import local_token_counter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {platform.python_version()}; {len(pdfs)} papers")
     print("| strategy | chunks | mean tokens | chunk seconds |")
     print("|---|---|---|---|")
-    for name in CHUNKERS:
+    for name in names("chunker"):
         started = time.perf_counter()
         chunks = [c for paper in papers for c in chunk_paper(paper, counter, name, options) if c.kind == "chunk"]
         took = time.perf_counter() - started

@@ -39,8 +39,6 @@ _OWN_ENV = ("PAPERSCOPE_LLM_MODEL", "PAPERSCOPE_API_KEY", "PAPERSCOPE_SERVER", L
 
 #: A knowledge base's name: it starts Milvus collection names (`{kb}_chunks`, `{kb}_papers`).
 KB_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,47}$"
-# The query transforms that call the chat model (rag/transforms.py registers each).
-QUERY_TRANSFORMS = ("rewrite", "multi-query", "hyde", "self-query")
 
 
 class _Part(BaseModel):
@@ -87,8 +85,8 @@ class ParsingSettings(_Part):
 class ChunkingSettings(_Part):
     strategy: str = Field(
         "recursive",
-        description="Chunker: recursive, sliding_window, markdown, simple, parent_child, sentence, token, "
-        "semantic (needs the embedding model) or code.",
+        description="Chunker by name: one of the chunkers `paperscope operators` lists (semantic needs the embedding "
+        "model; parent_child serves the parent_document retriever). Checked when a paper is chunked.",
     )
     chunk_size: int = Field(200, ge=16, le=8192, description="Target chunk size in embedding-model tokens.")
     overlap: int = Field(32, ge=0, le=1024, description="Tokens repeated when a paragraph is split across chunks.")
@@ -125,9 +123,8 @@ class StoreSettings(_Part):
 class RetrievalSettings(_Part):
     retriever: str = Field(
         "bm25",
-        description="Retriever: bm25 (the default: best on real papers), dense, hybrid[:rrf|:weighted] (dense + BM25 "
-        "in Milvus), ensemble:<name>=<weight>,... (weighted RRF), parent_document[:<base>] (parent_child kbs), "
-        "raptor[:tree][:<base>] (papers ingested with --enrich raptor: collapsed, or tree traversal).",
+        description="Retriever spec, name[:argument]: one of the retrievers `paperscope operators` lists, with its "
+        "form there (bm25, the default, is best on real papers); an unknown name is refused naming the known ones.",
     )
     hybrid_fusion: Literal["rrf", "weighted"] = Field(
         "rrf", description="How `hybrid` fuses dense and BM25: reciprocal rank (rrf) or weighted scores."
@@ -141,8 +138,9 @@ class RetrievalSettings(_Part):
     )
     rerank: str | None = Field(
         None,
-        description="Reranker: cross-encoder:<local path or name>, an http(s)://.../rerank endpoint, or llm (the chat "
-        "model scores passages); unset = no reranking (no reranker weights ship offline).",
+        description="Reranker spec: one of the rerankers `paperscope operators` lists, in its form there (a local "
+        "cross-encoder, an HTTP rerank endpoint, the chat model); unset = no reranking (no reranker weights ship "
+        "offline).",
     )
     rerank_windows: bool = Field(
         False, description="Rerank each candidate with its neighbouring chunks (its context window) as one text."
@@ -167,7 +165,7 @@ class RetrievalSettings(_Part):
     )
     transforms: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query "
+        description="Query transforms with the chat model, comma-separated: transforms `paperscope operators` lists "
         "(none by default: each costs a model call per question; see docs/transforms.md).",
     )
     transform_queries: int = Field(3, ge=1, le=10, description="rewrite, multi-query: most queries the model writes.")
@@ -186,13 +184,14 @@ class RetrievalSettings(_Part):
         "weaker on questions that describe a paper without naming it).",
     )
     hyde_retriever: str = Field(
-        "dense", description="hyde: the retriever that searches the hypothetical passage (dense, bm25, hybrid, ...)."
+        "dense", description="hyde: the retriever spec that searches the hypothetical passage (as `retriever`)."
     )
 
     @field_validator("transforms", mode="before")
     @classmethod
     def _transform_names(cls, value: Any) -> Any:
-        """ "hyde, multi-query" or ["hyde"]: known names, each once, in the order given."""
+        """ "hyde, multi-query" or ["hyde"]: names, each once, in the order given (rag checks them against the
+        registry: rag.operator_settings)."""
         if value is None:
             return []
         if isinstance(value, str) and value.strip().startswith("["):
@@ -204,11 +203,6 @@ class RetrievalSettings(_Part):
         if not isinstance(items, list | tuple):
             raise ValueError("give transform names as a list or comma-separated")
         names = [str(n).strip().lower().replace("_", "-") for n in items if str(n).strip()]
-        for n in names:
-            if n not in QUERY_TRANSFORMS:
-                close = difflib.get_close_matches(n, QUERY_TRANSFORMS, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown transform {n!r}{hint} (one of: {', '.join(QUERY_TRANSFORMS)})")
         return list(dict.fromkeys(names))
 
 
@@ -234,15 +228,12 @@ class LLMSettings(_Part):
     use_for_routing: bool = Field(True, description="Route questions with the LLM (rule router when False or no LLM).")
 
 
-ENRICHERS = ("contextual", "sliding_summary", "headers", "questions", "summaries", "raptor")
-
-
 class EnrichmentSettings(_Part):
     # NoDecode: the environment gives "contextual,questions" as it is (else read as JSON), split below.
     strategies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Index-time enrichment with the chat model (`ingest --enrich`): contextual, sliding_summary, "
-        "headers, questions, summaries, raptor; comma-separated or a list; empty = none (the default).",
+        description="Index-time enrichment with the chat model (`ingest --enrich`): enrichers `paperscope operators` "
+        "lists, comma-separated or a list; empty = none (the default).",
     )
     concurrency: int = Field(2, ge=1, le=64, description="Model calls in flight at once while enriching a paper.")
     requests_per_second: float | None = Field(
@@ -282,14 +273,9 @@ class EnrichmentSettings(_Part):
 
     @field_validator("strategies")
     @classmethod
-    def _known(cls, value: list[str]) -> list[str]:
-        names = [v.strip() for v in value if v.strip()]
-        for name in names:
-            if name not in ENRICHERS:
-                close = difflib.get_close_matches(name, ENRICHERS, n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown enrichment {name!r}{hint} (one of: {', '.join(ENRICHERS)})")
-        return list(dict.fromkeys(names))
+    def _each_once(cls, value: list[str]) -> list[str]:
+        """Each name once, in the order given (rag checks them against the registry: rag.operator_settings)."""
+        return list(dict.fromkeys(v.strip() for v in value if v.strip()))
 
 
 class AgentSettings(_Part):

@@ -115,10 +115,12 @@ class QueryOptions(BaseModel):
         None, max_length=10, description="Only these section categories, e.g. METHOD, EVALUATION."
     )
     retriever: str | None = Field(
-        None, max_length=200, description="bm25, dense, hybrid[:weighted], ensemble:..., parent_document."
+        None,
+        max_length=200,
+        description="Retriever spec, name[:argument] (`paperscope operators` lists the retrievers and their forms).",
     )
     rerank: str | None = Field(
-        None, max_length=500, description="cross-encoder:<path>, an http(s)://.../rerank endpoint, or llm."
+        None, max_length=500, description="Reranker spec (`paperscope operators` lists the rerankers and their forms)."
     )
     transform: list[str] | None = Field(
         None, max_length=10, description="Query transforms by name (see `paperscope operators`)."
@@ -144,12 +146,35 @@ class QueryOptions(BaseModel):
     @field_validator("transform")
     @classmethod
     def _transforms(cls, value: list[str] | None) -> list[str] | None:
-        from .rag import engine  # noqa: F401  (registers the transforms)
-        from .rag.registry import get
+        from .rag import registry
 
+        valid = registry.choices("transform")
         for name in value or []:
+            if name not in valid:
+                raise ValueError(registry.unknown("transform", name, valid))
+        return value
+
+    @field_validator("retriever")
+    @classmethod
+    def _retriever(cls, value: str | None) -> str | None:
+        """Built once to check it (names, nesting, weights): cheap, nothing is searched."""
+        from .rag.retrievers import make_retriever
+
+        if value is not None:
             try:
-                get("transform", name)
+                make_retriever(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("rerank")
+    @classmethod
+    def _rerank(cls, value: str | None) -> str | None:
+        from .rag.rerank import check_rerank_spec
+
+        if value is not None:
+            try:
+                check_rerank_spec(value)
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
         return value

@@ -101,16 +101,15 @@ def config_command(
 def operators(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
 ) -> None:
-    """List the engine's operators: chunkers, routers, retrievers, transforms, postprocessors, enrichers.
+    """List the engine's operators: chunkers, routers, retrievers, rerankers, transforms, postprocessors, enrichers.
 
-    Each with what it does and what it needs (a language model, a parent_child knowledge base, a reranker); pick
-    them in settings (`paperscope config`) or per command (--retriever, --rerank, --strategy).
+    Each with what it does and what it needs (a language model, a parent_child knowledge base, a reranker), those
+    of installed plugins (entry points `paperscope.operators`) too; pick them in settings (`paperscope config`) or
+    per command (--retriever, --rerank, --strategy).
     """
     from rich.table import Table
 
-    from ..agent import router  # noqa: F401  (registers the LLM router)
-    from ..rag import chunking, engine, enrich  # noqa: F401  (import every operator)
-    from ..rag.registry import operators as registered
+    from ..rag.registry import operators as registered  # imports every built-in operator and the plugins
 
     ops = registered()
     if as_json:

@@ -6,6 +6,7 @@ Every text from a document, a model, a user or an error goes through `terminal` 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
+from typer.core import TyperCommand
 
 from .. import terminal
 from ..backend_logs import quiet_backend_loggers
@@ -32,6 +34,29 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+# `{retrievers}` in an option's help: the registered operators of that kind, filled in when the help is shown.
+_LISTED = re.compile(r"\{(chunker|retriever|reranker|transform|enricher)s\}")
+
+
+class OperatorHelp(TyperCommand):
+    """A command whose options' help lists operators from the registry (`help="... {retrievers}."`).
+
+    Filled in only when the help is shown: listing operators imports their modules and the plugins, which the
+    command itself may never need (`paperscope --help` and `papers` start without them).
+    """
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from rich.markup import escape
+
+        from ..rag import registry
+
+        for param in self.params:  # typer's own click (typer._click): its options have `help`, arguments too
+            text = getattr(param, "help", None)
+            if isinstance(text, str) and _LISTED.search(text):
+                param.help = _LISTED.sub(lambda m: escape(registry.forms(m.group(1))), text)  # type: ignore[attr-defined,arg-type]
+        super().format_help(ctx, formatter)
 
 
 # Every text from a document, a model, a user or an error goes through `terminal` (see terminal.py).
@@ -189,7 +214,7 @@ TransformOption = Annotated[
     str | None,
     typer.Option(
         "--transform",
-        help="Query transforms with the chat model, comma-separated: rewrite, multi-query, hyde, self-query.",
+        help="Query transforms with the chat model, comma-separated: {transforms}.",
     ),
 ]
 

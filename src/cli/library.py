@@ -21,6 +21,7 @@ from .common import (
     NO_STRUCTURE,
     SHORT_ID,
     KbOption,
+    OperatorHelp,
     ServerOption,
     app,
     check_doc_id_arg,
@@ -48,12 +49,12 @@ if TYPE_CHECKING:
     from ..rag.ingest import Status as FileStatus
 
 
-@app.command()
+@app.command(cls=OperatorHelp)
 def parse(
     # readable=False: click's own check is a usage error (`_readable` says it in one line).
     file: Annotated[Path, typer.Argument(help="A PDF, Markdown or text file.", readable=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the structure and chunks as JSON.")] = False,
-    strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
+    strategy: Annotated[str | None, typer.Option(help="Chunking strategy: {chunkers} (default from settings).")] = None,
     title: Annotated[str | None, typer.Option(help="Use this title instead of the detected one.")] = None,
 ) -> None:
     """Parse a paper and print its structure tree (sections, categories, pages, chunk counts)."""
@@ -154,12 +155,12 @@ def _readable(file: Path) -> None:
         raise ParseError(file, "not a regular file")
 
 
-@app.command()
+@app.command(cls=OperatorHelp)
 def ingest(
     # readable=False: an unreadable file fails alone in the report instead of stopping the batch (click's check).
     paths: Annotated[list[Path], typer.Argument(help="Files and folders (PDF, Markdown, text).", readable=False)],
     kb: KbOption = None,
-    strategy: Annotated[str | None, typer.Option(help="Chunking strategy (default from settings).")] = None,
+    strategy: Annotated[str | None, typer.Option(help="Chunking strategy: {chunkers} (default from settings).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     server: ServerOption = None,
@@ -167,8 +168,8 @@ def ingest(
         str | None,
         typer.Option(
             "--enrich",
-            help="Enrich the index with the chat model: contextual, sliding_summary, headers, questions, summaries, "
-            "raptor (comma-separated; 'none' for none; default from settings).",
+            help="Enrich the index with the chat model: {enrichers} (comma-separated; 'none' for none; default from "
+            "settings).",
         ),
     ] = None,
     dry_run: Annotated[
@@ -180,7 +181,7 @@ def ingest(
     With --server the files are uploaded to that `paperscope serve`, which ingests them one at a time.
     """
     from ..rag.check import last_failed
-    from ..rag.chunking import CHUNKERS
+    from ..rag.chunking import chunker
     from ..rag.ingest import IngestInterrupted, discover
     from ..rag.ingest import ingest as run_ingest
 
@@ -200,8 +201,10 @@ def ingest(
             raise typer.Exit(code=1)
         return
     settings = settings_for(kb, chunking={"strategy": strategy}, enrichment={"strategies": enrich})
-    if settings.chunking.strategy not in CHUNKERS:
-        raise fail(ConfigError(f"unknown chunking strategy {settings.chunking.strategy!r}; one of {sorted(CHUNKERS)}"))
+    try:
+        chunker(settings.chunking.strategy)
+    except PaperscopeError as exc:
+        raise fail(exc) from None
     enricher = _enricher(settings)  # a one-line error, before anything is opened, when no model is configured
     if failed_check := last_failed(settings.home, settings.store.kb):
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(failed_check["at"]))

@@ -13,6 +13,7 @@ from ..errors import ConfigError, PaperscopeError
 from ..terminal import markup
 from .common import (
     KbOption,
+    OperatorHelp,
     ServerOption,
     TransformOption,
     app,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ..answer.model import Answer
 
 
-@app.command()
+@app.command(cls=OperatorHelp)
 def ask(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     kb: KbOption = None,
@@ -94,7 +95,7 @@ def ask(
     _print_answer(answer)
 
 
-@app.command()
+@app.command(cls=OperatorHelp)
 def retrieve(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     kb: KbOption = None,
@@ -104,12 +105,8 @@ def retrieve(
     section: Annotated[
         list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
     ] = None,
-    retriever: Annotated[
-        str | None, typer.Option("--retriever", help="bm25, dense, hybrid[:weighted], ensemble:..., parent_document.")
-    ] = None,
-    rerank: Annotated[
-        str | None, typer.Option("--rerank", help="cross-encoder:<path>, http(s)://.../rerank[#model], or llm.")
-    ] = None,
+    retriever: Annotated[str | None, typer.Option("--retriever", help="Retriever spec: {retrievers}.")] = None,
+    rerank: Annotated[str | None, typer.Option("--rerank", help="Reranker spec: {rerankers}.")] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to return.")] = None,
     transform: TransformOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the retrieval as JSON.")] = False,
@@ -170,7 +167,7 @@ def _print_retrieval(found: dict[str, Any]) -> None:
         console.print(f"[yellow]note:[/yellow] {markup(note)}", soft_wrap=True)
 
 
-@app.command()
+@app.command(cls=OperatorHelp)
 def chat(
     kb: KbOption = None,
     no_agent: Annotated[

@@ -41,12 +41,14 @@ def serve(
     other commands reach them with --server URL (or PAPERSCOPE_SERVER).
     """
     quiet_backend_loggers()
+    from ..rag.operator_settings import check_operators
     from ..service.gate import check_bind
     from ..settings_layers import load_layers
 
     try:
         layered = load_layers({"store": {"kb": kb}, "service": {"host": host, "port": port}})
         settings = layered.settings
+        check_operators(settings)
         check_bind(settings.service.host, settings.service.api_key)
         listener = _listen(settings.service.host, settings.service.port)
     except PaperscopeError as exc:

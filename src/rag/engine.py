@@ -43,12 +43,14 @@ if TYPE_CHECKING:
 register(
     "transform",
     "glossary",
+    by_name=False,  # always on where it applies, never chosen
     summary="Chinese research vocabulary in English, for BM25 over English papers "
     "(no model; always on for questions in Chinese).",
 )(expand)
 register(
     "transform",
     "focus",
+    by_name=False,  # always on where it applies, never chosen
     summary="Once a paper is located, the words that named it count once, the rest "
     "twice, plus their other forms ('trained' -> 'train training'; no model; always on in Track A).",
 )(focus)

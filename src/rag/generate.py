@@ -22,8 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import HumanMessage
-
 from ..prompts import load_prompt
 
 if TYPE_CHECKING:  # the chat model classes cost ~0.6 s to import; a question without a model never needs them
@@ -117,6 +115,8 @@ class Generator:
                 self.cached += 1
             return hit
         self._wait_for_slot()
+        from langchain_core.messages import HumanMessage  # with the model: listing operators must not load it
+
         reply = self.model.invoke([HumanMessage(content=text)], **self._limits())
         out = str(reply.text).strip()
         with self._lock:

@@ -30,6 +30,7 @@ from ..errors import ConfigError, StoreError
 from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, load_layers, validate_values
 from .embeddings import LOCAL_MODEL_NAME
 from .lite_files import lite_path
+from .operator_settings import check_operators
 from .store import PROP_DIM, PROP_EMBEDDER, lite_damage, peek_client
 from .store.properties import CREATED, FIXED, PROP_OVERRIDES, PROP_SETTINGS
 
@@ -155,10 +156,11 @@ def _check_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_names_of_parts(values: Mapping[str, Any]) -> None:
-    """Names Settings takes as free text but paperscope knows: a chunker, a retriever."""
-    from .chunking import CHUNKERS
+    """Names Settings takes as free text and checks only when used: a chunker (a retriever spec is checked by the
+    setting's own validator)."""
+    from . import registry
 
-    known = {"chunking.strategy": sorted(CHUNKERS), "retrieval.retriever": ["bm25", "dense", "hybrid"]}
+    known = {"chunking.strategy": registry.choices("chunker")}
     for name, choices in known.items():
         if name in values and values[name] not in choices:
             raise SettingError(name, f"invalid setting {name}: {values[name]!r} is not one of {', '.join(choices)}")
@@ -237,4 +239,6 @@ def load_kb_layers(
         if not ignore_store_errors:
             raise
         found = None
-    return layered if found is None else layered.with_kb(found.layer())
+    layered = layered if found is None else layered.with_kb(found.layer())
+    check_operators(layered.settings)
+    return layered

@@ -1,6 +1,6 @@
 """Rerank passages for a query: a cross-encoder, an HTTP rerank endpoint or the chat model, behind one interface.
 
-Specs understood by `parse_rerank_spec`:
+Specs understood by `parse_rerank_spec` (each form a `reranker` of the operator registry, built by its factory):
 
 - ``cross-encoder:<name-or-path>``: a sentence-transformers `CrossEncoder` from a local folder, or a model name
   already in the local Hugging Face cache; nothing is downloaded. Loaded on the first `score` call and shared by
@@ -31,14 +31,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..errors import ConfigError, PaperscopeError, RerankError
 from ..prompts import load_prompt
-from .registry import register
+from .registry import build, get, no_argument, operators, register
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 log = logging.getLogger(__name__)
 
-RERANK_SPECS = "'cross-encoder:<name-or-path>', 'http(s)://host/.../rerank[#model]' or 'llm'"
 NEUTRAL_SCORE = 5.0  # the middle of the llm reranker's 0-10 scale
 MAX_MODEL_NAME = 200  # a rerank reply's "model" longer than this is not a name, and not reported
 MAX_PASSAGE_CHARS = 4000  # what the llm reranker shows of a passage: enough to judge it, small for small models
@@ -86,23 +85,28 @@ def parse_rerank_spec(
 ) -> Reranker:
     """The reranker named by `spec` (see the module docstring); `chat_model` serves ``llm``, `timeout` and
     `api_key` (sent as a Bearer token) an HTTP endpoint. A bad spec is a ConfigError listing the accepted forms."""
-    text = spec.strip()
-    head, _, arg = text.partition(":")
-    if text.lower() == "llm":
-        if chat_model is None:
-            raise ConfigError("reranker 'llm' needs a chat model: set llm.model (PAPERSCOPE_LLM_MODEL)")
-        return LLMReranker(chat_model)
-    if head.lower() in ("http", "https"):
-        parts = urlsplit(text)
-        if not parts.netloc or not parts.path.rstrip("/").endswith("rerank"):
-            raise ConfigError(
-                f"rerank endpoint {text!r}: give the full URL of the rerank route, e.g. http://localhost:8080/v1/rerank"
-            )
-        url = urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
-        return HTTPReranker(url, parts.fragment or None, timeout=timeout, api_key=api_key)
-    if head.lower() == "cross-encoder" and arg.strip():
-        return CrossEncoderReranker(_cross_encoder_ref(arg.strip()))
-    raise ConfigError(f"unknown reranker {spec!r}; use {RERANK_SPECS}")
+    head, _, arg = spec.strip().partition(":")
+    check_rerank_spec(spec)
+    reranker: Reranker = build(
+        "reranker", f"{head.lower()}:{arg}", chat_model=chat_model, timeout=timeout, api_key=api_key
+    )
+    return reranker
+
+
+def check_rerank_spec(spec: str) -> None:
+    """A ConfigError listing the accepted forms when no registered reranker takes `spec` (by its name: nothing is
+    loaded or opened)."""
+    try:
+        get("reranker", spec.strip().partition(":")[0].lower())
+    except ConfigError:
+        raise ConfigError(unknown_reranker(spec)) from None
+
+
+def unknown_reranker(spec: str) -> str:
+    """The message of a spec no reranker takes, with the registered forms: "...; use 'a', 'b' or 'c'"."""
+    found = [f"'{f}'" for f in dict.fromkeys(op.form for op in operators("reranker"))]
+    accepted = f"{', '.join(found[:-1])} or {found[-1]}" if len(found) > 1 else "".join(found)
+    return f"unknown reranker {spec!r}; use {accepted}"
 
 
 def _flat(text: str, limit: int = 200) -> str:
@@ -154,10 +158,18 @@ def load_cross_encoder(ref: str) -> Any:
         return model
 
 
+@register("reranker", "cross-encoder", usage="cross-encoder:<name-or-path>")
 class CrossEncoderReranker:
-    """A local cross-encoder reading (query, passage) pairs; its scores are the model's relevance outputs."""
+    """A local cross-encoder (a folder, or a model in the local Hugging Face cache) scores (query, passage) pairs."""
 
     provider = "cross-encoder"
+
+    @classmethod
+    def from_spec(cls, arg: str, **_: Any) -> CrossEncoderReranker:
+        """`cross-encoder:/models/bge-reranker-base`: the model is required."""
+        if not arg.strip():
+            raise ConfigError(unknown_reranker(f"cross-encoder:{arg}"))
+        return cls(_cross_encoder_ref(arg.strip()))
 
     def __init__(self, ref: str, *, batch_size: int = 32) -> None:
         self.model: str | None = ref
@@ -201,6 +213,17 @@ class HTTPReranker:
     """A rerank endpoint (llama.cpp, vLLM, TEI gateways, Jina, Cohere); every failure is a RerankError naming it."""
 
     provider = "http"
+
+    @classmethod
+    def from_url(cls, url: str, *, timeout: float = 30.0, api_key: str | None = None, **_: Any) -> HTTPReranker:
+        """`http://host:8080/v1/rerank#model`: the URL of the rerank route; its fragment, if any, the model."""
+        parts = urlsplit(url)
+        if not parts.netloc or not parts.path.rstrip("/").endswith("rerank"):
+            raise ConfigError(
+                f"rerank endpoint {url!r}: give the full URL of the rerank route, e.g. http://localhost:8080/v1/rerank"
+            )
+        plain = urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+        return cls(plain, parts.fragment or None, timeout=timeout, api_key=api_key)
 
     def __init__(
         self, url: str, model: str | None = None, *, timeout: float = 30.0, api_key: str | None = None
@@ -268,6 +291,16 @@ class HTTPReranker:
         return [floor if s is None else s for s in scores]
 
 
+for _scheme in ("http", "https"):
+    register(
+        "reranker",
+        _scheme,
+        usage="http(s)://host/.../rerank[#model]",
+        # The spec's argument is the URL after the scheme ("//host/v1/rerank").
+        factory=lambda arg, _s=_scheme, **kw: HTTPReranker.from_url(f"{_s}:{arg}", **kw),
+    )(HTTPReranker)
+
+
 # --- the chat model as a judge -------------------------------------------------------------------------------
 
 _THINKING = re.compile(r"<think>.*?(</think>|\Z)", re.S | re.I)
@@ -291,10 +324,19 @@ def _chat_model_name(model: BaseChatModel) -> str:
     return type(model).__name__
 
 
+@register("reranker", "llm")
 class LLMReranker:
     """The chat model rates each passage 0-10, `max_concurrency` requests at a time."""
 
     provider = "llm"
+
+    @classmethod
+    def from_spec(cls, arg: str, *, chat_model: BaseChatModel | None = None, **_: Any) -> LLMReranker:
+        """`llm`: the configured chat model (required)."""
+        no_argument("reranker", "llm", arg)
+        if chat_model is None:
+            raise ConfigError("reranker 'llm' needs a chat model: set llm.model (PAPERSCOPE_LLM_MODEL)")
+        return cls(chat_model)
 
     def __init__(self, chat_model: BaseChatModel, *, max_concurrency: int = 4) -> None:
         self.chat_model = chat_model

@@ -13,22 +13,32 @@
 On a `parent_child` knowledge base every retriever searches the children (kind "chunk"); parents (kind "parent")
 are context, never hits of their own, except through `parent_document`. Rows an enrichment derived from a chunk
 (kinds question and summary) stand for that chunk: `to_chunks` maps hits on them back (the engine does).
+
+`make_retriever` looks the name before the first ':' up in the operator registry and calls the factory registered
+with it (each class's `from_spec`) with the rest; a retriever of another module or a plugin is built the same way
+(docs/operators.md, "Adding an operator").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..config import RetrievalSettings
 from ..errors import ConfigError
-from .filters import SearchFilter
-from .registry import get, register
-from .store import PaperStore, StoredChunk, chunk_row_id
+from .registry import build, no_argument, register
+
+if TYPE_CHECKING:  # imported where used: settings validation builds retrievers without loading Milvus
+    from .filters import SearchFilter
+    from .store import PaperStore, StoredChunk
 
 
 class Retriever(Protocol):
-    """Anything that ranks chunks for a query."""
+    """Anything that ranks chunks for a query.
+
+    Built from a spec by the factory registered with it (`from_spec(arg, settings)` on the built-in ones); an
+    optional `embeds_queries` attribute says it embeds the query (the paper locator then embeds questions too).
+    """
 
     @property
     def name(self) -> str: ...
@@ -43,6 +53,12 @@ class Dense:
     """Embedding similarity; reads meaning, but MiniLM sees only a chunk's first 256 tokens and is weak on numbers."""
 
     name = "dense"
+    embeds_queries = True
+
+    @classmethod
+    def from_spec(cls, arg: str, settings: RetrievalSettings) -> Dense:
+        no_argument("retriever", "dense", arg)
+        return cls()
 
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
         return store.search_dense(query, search_filter, k)
@@ -53,14 +69,22 @@ class BM25:
     """Milvus BM25 over index_text: exact names, numbers and terms (the default)."""
 
     name = "bm25"
+    embeds_queries = False
+
+    @classmethod
+    def from_spec(cls, arg: str, settings: RetrievalSettings) -> BM25:
+        no_argument("retriever", "bm25", arg)
+        return cls()
 
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
         return store.search_bm25(query, search_filter, k)
 
 
-@register("retriever", "hybrid")
+@register("retriever", "hybrid", usage="hybrid[:rrf|:weighted]")
 class Hybrid:
     """Dense + BM25 in one Milvus hybrid search, fused by RRF or by weights (dense 0.7 / sparse 0.3 by default)."""
+
+    embeds_queries = True
 
     def __init__(self, fusion: str = "rrf", weights: tuple[float, float] = (0.7, 0.3), rrf_k: int = 60) -> None:
         if fusion not in ("rrf", "weighted"):
@@ -68,6 +92,12 @@ class Hybrid:
         self.fusion = fusion
         self.weights = weights
         self.rrf_k = rrf_k
+
+    @classmethod
+    def from_spec(cls, arg: str, settings: RetrievalSettings) -> Hybrid:
+        """`hybrid:weighted`; no argument: `retrieval.hybrid_fusion`."""
+        r = settings
+        return cls(arg or r.hybrid_fusion, (r.dense_weight, r.sparse_weight), r.rrf_k)
 
     @property
     def name(self) -> str:
@@ -78,7 +108,7 @@ class Hybrid:
         return store.search_hybrid(query, search_filter, k, fusion=fusion, rrf_k=self.rrf_k, weights=self.weights)
 
 
-@register("retriever", "ensemble")
+@register("retriever", "ensemble", usage="ensemble:<name>=<weight>,...")
 class Ensemble:
     """Any retrievers run side by side, their rankings fused by weighted reciprocal rank (e.g. bm25=0.6,dense=0.4)."""
 
@@ -89,9 +119,30 @@ class Ensemble:
         self.rrf_k = rrf_k
         self.depth = depth  # each member is asked for depth * k hits, so a chunk ranked low by one can still win
 
+    @classmethod
+    def from_spec(cls, arg: str, settings: RetrievalSettings) -> Ensemble:
+        """`ensemble:bm25=0.6,dense=0.4` (a weight defaults to 1); no argument: `retrieval.ensemble`."""
+        members: list[tuple[Retriever, float]] = []
+        for part in (arg or settings.ensemble).split(","):
+            member, _, weight = part.strip().partition("=")
+            if member.startswith("ensemble") or member.startswith("parent_document"):
+                raise ConfigError(f"retriever ensemble: {member!r} cannot be a member; use bm25, dense or hybrid")
+            try:
+                w = float(weight) if weight else 1.0
+            except ValueError:
+                raise ConfigError(f"retriever ensemble: weight {weight!r} of {member!r} is not a number") from None
+            if not 0 < w <= 10:
+                raise ConfigError(f"retriever ensemble: weight of {member!r} must be in (0, 10], got {w:g}")
+            members.append((make_retriever(member, settings), w))
+        return cls(members, settings.rrf_k)
+
     @property
     def name(self) -> str:
         return "ensemble:" + ",".join(f"{r.name}={w:g}" for r, w in self.members)
+
+    @property
+    def embeds_queries(self) -> bool:
+        return any(embeds_queries(r) for r, _ in self.members)
 
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
         rankings = [(r.search(store, query, search_filter, self.depth * k), w) for r, w in self.members]
@@ -110,16 +161,27 @@ def fuse(rankings: Sequence[tuple[Sequence[StoredChunk], float]], k: int, rrf_k:
     return [first[i].model_copy(update={"score": score[i]}) for i in best]
 
 
-@register("retriever", "parent_document", needs=("parent_child knowledge base",))
+@register("retriever", "parent_document", needs=("parent_child knowledge base",), usage="parent_document[:<base>]")
 class ParentDocument:
     """Search the small children of a parent_child ingest, answer with their large parents (`matched` = children)."""
 
     def __init__(self, inner: Retriever) -> None:
         self.inner = inner
 
+    @classmethod
+    def from_spec(cls, arg: str, settings: RetrievalSettings) -> ParentDocument:
+        """`parent_document:hybrid`: the base searches the children; no argument: bm25."""
+        if arg.startswith("parent_document"):
+            raise ConfigError("retriever parent_document cannot search parents of parents")
+        return cls(make_retriever(arg or "bm25", settings))
+
     @property
     def name(self) -> str:
         return f"parent_document:{self.inner.name}"
+
+    @property
+    def embeds_queries(self) -> bool:
+        return embeds_queries(self.inner)
 
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
         children = self.inner.search(store, query, search_filter, 4 * k)
@@ -163,14 +225,9 @@ class ParentDocument:
 
 
 def embeds_queries(retriever: Retriever) -> bool:
-    """True when the retriever embeds the query (dense search, alone or as part of hybrid or an ensemble)."""
-    if isinstance(retriever, Dense | Hybrid):
-        return True
-    if isinstance(retriever, Ensemble):
-        return any(embeds_queries(r) for r, _ in retriever.members)
-    if isinstance(retriever, ParentDocument | Raptor):
-        return embeds_queries(retriever.inner)
-    return False
+    """True when the retriever embeds the query (dense search, alone or as part of hybrid or an ensemble): its
+    `embeds_queries` attribute; a retriever without one is taken not to."""
+    return bool(getattr(retriever, "embeds_queries", False))
 
 
 #: Derived row kinds that stand for one chunk (their metadata's chunk_index names it).
@@ -180,6 +237,8 @@ STANDS_FOR_CHUNK = ("question", "summary")
 def to_chunks(hits: Sequence[StoredChunk]) -> list[StoredChunk]:
     """Hits on question and summary rows as the chunks they stand for (those rows carry the chunk's fields and
     text), each chunk once, at its first rank with its best score; other hits as they are, in order."""
+    from .store import chunk_row_id
+
     out: dict[tuple[str, str, int], StoredChunk] = {}
     for hit in hits:
         if hit.kind in STANDS_FOR_CHUNK:
@@ -203,7 +262,7 @@ def to_chunks(hits: Sequence[StoredChunk]) -> list[StoredChunk]:
     return list(out.values())
 
 
-@register("retriever", "raptor", needs=("raptor enrichment",))
+@register("retriever", "raptor", needs=("raptor enrichment",), usage="raptor[:<base>]")
 class Raptor:
     """RAPTOR collapsed: the chunks and every level of the papers' summary trees compete in one top-k."""
 
@@ -212,11 +271,27 @@ class Raptor:
         self.tree = tree
         self.beam = beam
 
+    @classmethod
+    def from_spec(cls, arg: str, settings: RetrievalSettings) -> Raptor:
+        """`raptor:dense` (collapsed), `raptor:tree:dense` (tree traversal); no base: bm25."""
+        tree = arg == "tree" or arg.startswith("tree:")
+        inner = arg.partition(":")[2] if tree else arg
+        if inner.split(":")[0] in ("raptor", "parent_document", "ensemble"):
+            spec = f"raptor:{arg}"
+            raise ConfigError(f"retriever {spec}: the base of raptor is bm25, dense or hybrid, not {inner!r}")
+        return cls(make_retriever(inner or "bm25", settings), tree=tree, beam=settings.raptor_beam)
+
     @property
     def name(self) -> str:
         return f"raptor:{'tree:' if self.tree else ''}{self.inner.name}"
 
+    @property
+    def embeds_queries(self) -> bool:
+        return embeds_queries(self.inner)
+
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
+        from .filters import SearchFilter
+
         scope = search_filter or SearchFilter()
         if not self.tree:
             kinds = list(dict.fromkeys([*scope.kinds, "raptor"]))
@@ -270,6 +345,7 @@ register(
     "retriever",
     "raptor:tree",
     needs=("raptor enrichment",),
+    usage="raptor:tree[:<base>]",
     summary="RAPTOR tree traversal: the best "
     "roots of the papers' summary trees, then the best of their children, level by level down to chunks.",
 )(Raptor)
@@ -288,36 +364,7 @@ def _relative(hits: list[StoredChunk]) -> list[StoredChunk]:
 
 
 def make_retriever(spec: str, settings: RetrievalSettings | None = None) -> Retriever:
-    """The retriever a spec names (see the module docstring); a ConfigError naming what is wrong otherwise."""
-    r = settings or RetrievalSettings()
-    name, _, args = spec.strip().partition(":")
-    get("retriever", name)  # unknown names fail here, listing the valid ones
-    if name == "dense":
-        return Dense()
-    if name == "bm25":
-        return BM25()
-    if name == "hybrid":
-        return Hybrid(args or r.hybrid_fusion, (r.dense_weight, r.sparse_weight), r.rrf_k)
-    if name == "parent_document":
-        if args.startswith("parent_document"):
-            raise ConfigError("retriever parent_document cannot search parents of parents")
-        return ParentDocument(make_retriever(args or "bm25", r))
-    if name == "raptor":
-        tree = args == "tree" or args.startswith("tree:")
-        inner = args.partition(":")[2] if tree else args
-        if inner.split(":")[0] in ("raptor", "parent_document", "ensemble"):
-            raise ConfigError(f"retriever {spec}: the base of raptor is bm25, dense or hybrid, not {inner!r}")
-        return Raptor(make_retriever(inner or "bm25", r), tree=tree, beam=r.raptor_beam)
-    members: list[tuple[Retriever, float]] = []
-    for part in (args or r.ensemble).split(","):
-        member, _, weight = part.strip().partition("=")
-        if member.startswith("ensemble") or member.startswith("parent_document"):
-            raise ConfigError(f"retriever ensemble: {member!r} cannot be a member; use bm25, dense or hybrid")
-        try:
-            w = float(weight) if weight else 1.0
-        except ValueError:
-            raise ConfigError(f"retriever ensemble: weight {weight!r} of {member!r} is not a number") from None
-        if not 0 < w <= 10:
-            raise ConfigError(f"retriever ensemble: weight of {member!r} must be in (0, 10], got {w:g}")
-        members.append((make_retriever(member, r), w))
-    return Ensemble(members, r.rrf_k)
+    """The retriever a spec `name[:argument]` names, built by the factory registered under the name (see the module
+    docstring); a ConfigError naming what is wrong otherwise (an unknown name: the known ones)."""
+    retriever: Retriever = build("retriever", spec, settings or RetrievalSettings())
+    return retriever

@@ -148,7 +148,6 @@ def route_from(location: Location, query: str, source: Literal["rules", "llm"] =
     )
 
 
-@register("router", "rules")
 def _names_its_paper(location: Location) -> bool:
     """A question set in the collection ("in the papers of the corpus") that names one paper by its own name or
     title is about that paper; "which papers ..." asks for papers whatever it names."""
@@ -156,6 +155,7 @@ def _names_its_paper(location: Location) -> bool:
     return bool(not location.which_papers and best and best.own_name and location.named)
 
 
+@register("router", "rules")
 class RuleRouter:
     """Routes with the question's wording and the paper locator; no model."""
 

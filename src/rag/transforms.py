@@ -34,7 +34,7 @@ from .cues import fold
 from .filters import SearchFilter, parse_category, validate_doc_id
 from .generate import Generator
 from .locate import PaperLocator
-from .registry import RunLog, register
+from .registry import RunLog, build, register
 from .store import PaperRecord
 
 MAX_QUERY_CHARS = 300  # a "query" longer than this is a model answering or rambling, not a query
@@ -48,6 +48,14 @@ _REFUSAL = re.compile(r"^(?:i\s+(?:can(?:no|')t|am\s+(?:not|unable))|sorry|as\s+
 
 class TransformFailed(Exception):
     """A transform's reply held nothing usable (the reason, for the note)."""
+
+
+class Passages(list[str]):
+    """What a transform returns to be searched as passages (HyDE: by `retrieval.hyde_retriever`), not as queries.
+
+    A transform returns queries (a list of strings, searched like the question), Passages, or a SelfQuery (the
+    topic and filters); what it returns, not its name, says how the engine uses it.
+    """
 
 
 @dataclass(frozen=True)
@@ -179,7 +187,7 @@ def _model_queries(prompt: str, name: str, question: str, ctx: TransformContext,
     summary="HyDE: the model writes a passage that would answer the question; it is searched (dense by default) "
     "in place of the question and fused with the question's ranking.",
 )
-def hyde(question: str, ctx: TransformContext, notes: list[str]) -> list[str]:
+def hyde(question: str, ctx: TransformContext, notes: list[str]) -> Passages:
     """A hypothetical passage answering the question (searched, never shown as evidence)."""
     reply = ctx.generator.generate("hyde", query=question, language=ctx.language)
     passage = " ".join(re.sub(r"^```\w*|```$", "", reply.strip()).split())[:MAX_PASSAGE_CHARS]
@@ -189,7 +197,7 @@ def hyde(question: str, ctx: TransformContext, notes: list[str]) -> list[str]:
         raise TransformFailed("the model repeated the question")
     if script_of(passage) != ctx.script:
         raise TransformFailed(f"the passage is not in {ctx.language}")
-    return [passage]
+    return Passages([passage])
 
 
 @dataclass
@@ -315,12 +323,11 @@ def self_query(question: str, ctx: TransformContext, notes: list[str]) -> SelfQu
     )
 
 
-QUERY_TRANSFORMS: dict[str, Callable[[str, TransformContext, list[str]], Any]] = {
-    "rewrite": rewrite,
-    "multi-query": multi_query,
-    "hyde": hyde,
-    "self-query": self_query,
-}
+def query_transform(name: str) -> Callable[[str, TransformContext, list[str]], Any]:
+    """The transform function `name` names (`question, ctx, notes -> result`); a ConfigError naming the transforms
+    a request may choose otherwise."""
+    fn: Callable[[str, TransformContext, list[str]], Any] = build("transform", name)
+    return fn
 
 
 # --- one request's transforms ----------------------------------------------------------------------------
@@ -375,7 +382,7 @@ class Generated:
         notes: list[str] = []
         started = time.perf_counter()
         try:
-            result = QUERY_TRANSFORMS[name](question, self.ctx, notes)
+            result = query_transform(name)(question, self.ctx, notes)
             return result, notes, time.perf_counter() - started, None
         except TransformFailed as exc:
             return None, notes, time.perf_counter() - started, str(exc)
@@ -391,10 +398,10 @@ class Generated:
                 if error is not None:
                     self.notes.append(f"The {name} transform was skipped: {error}.")
                     info["skipped"] = error
-                elif name == "hyde":
+                elif isinstance(result, Passages):
                     self.hyde = list(result)
                     info["passages"] = len(self.hyde)
-                elif name == "self-query":
+                elif isinstance(result, SelfQuery):
                     self.self_query = result
                     info["parsed_filters"] = result.parsed
                 else:

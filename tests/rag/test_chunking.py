@@ -9,8 +9,9 @@ import pytest
 
 from paperscope.errors import ChunkingError
 from paperscope.parser import Paper, parse_markdown, parse_pdf
-from paperscope.rag.chunking import CHUNKERS, ChunkOptions, chunk_paper, context_header, max_chars
+from paperscope.rag.chunking import ChunkOptions, chunk_paper, context_header, max_chars
 from paperscope.rag.embeddings import CachedEmbedder
+from paperscope.rag.registry import names
 from paperscope.rag.tokens import local_token_counter
 from tests.pdf_text import PageWords
 
@@ -49,7 +50,7 @@ def paper() -> Paper:
     return parse_markdown(DOC)
 
 
-@pytest.mark.parametrize("strategy", sorted(CHUNKERS))
+@pytest.mark.parametrize("strategy", names("chunker"))
 def test_invariants(paper: Paper, strategy: str, local_embedder: CachedEmbedder) -> None:
     counter = local_token_counter()
     chunks = chunk_paper(paper, counter, strategy, ChunkOptions(embed=local_embedder.embed_documents))
@@ -99,7 +100,7 @@ def test_unknown_strategy(paper: Paper) -> None:
         chunk_paper(paper, local_token_counter(), "nope")
 
 
-@pytest.mark.parametrize("strategy", sorted(CHUNKERS))
+@pytest.mark.parametrize("strategy", names("chunker"))
 def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str, local_embedder: CachedEmbedder) -> None:
     """The tokenizer counts a 50,000-character word as one unknown token: the character cap cuts it."""
     blob = "x" * 46_000 + "数据" * 2_000  # 50,000 characters: one unknown token, then unspaced CJK
@@ -117,7 +118,7 @@ def test_a_huge_word_is_cut_to_what_the_chunker_promises(strategy: str, local_em
     assert blob in body  # cut, not lost
 
 
-@pytest.mark.parametrize("strategy", sorted(CHUNKERS))
+@pytest.mark.parametrize("strategy", names("chunker"))
 def test_pdf_chunks_point_at_their_lines(
     sample_pdfs: dict[str, Path], strategy: str, local_embedder: CachedEmbedder
 ) -> None:

@@ -16,13 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from paperscope.cli import app
-from paperscope.config import ENRICHERS, Settings
+from paperscope.config import Settings
 from paperscope.llm.client import make_chat_model
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.engine import Engine
 from paperscope.rag.enrich import make_enricher
 from paperscope.rag.filters import SearchFilter
 from paperscope.rag.ingest import IngestReport, doc_id_for, file_sha256, ingest, plan_enrichment
+from paperscope.rag.registry import names
 from paperscope.rag.store import PaperStore
 from tests.markdown_papers import markdown
 from tests.openai_server import Drop, EmptyBody, Reply, ScriptedOpenAIServer, Text
@@ -90,7 +91,7 @@ def run(paths: list[Path], settings: Settings, store: PaperStore, force: bool = 
     return ingest(paths, settings, store, force=force, enricher=enricher, plan=plan)
 
 
-@pytest.mark.parametrize("strategy", ENRICHERS)
+@pytest.mark.parametrize("strategy", names("enricher"))
 def test_each_strategy_indexes_what_the_model_wrote_and_keeps_the_text(
     tmp_path: Path, server: ScriptedOpenAIServer, local_embedder: CachedEmbedder, strategy: str
 ) -> None:
@@ -334,7 +335,7 @@ def test_the_cli_prints_the_cost_first_and_a_dry_run_calls_nothing(
     result = runner.invoke(app, ["ingest", str(source), "--force", "--dry-run"])  # the knowledge base's own choice
     assert result.exit_code == 0 and "enrich (summaries, headers): 1 papers" in result.stderr
     result = runner.invoke(app, ["ingest", str(source), "--enrich", "questionz"])
-    assert result.exit_code == 1 and "unknown enrichment 'questionz'; did you mean 'questions'" in result.stderr
+    assert result.exit_code == 1 and "unknown enricher 'questionz'; did you mean 'questions'" in result.stderr
 
 
 def test_an_endpoint_failure_is_exit_code_1_in_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

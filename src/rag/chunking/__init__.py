@@ -15,12 +15,12 @@ Importing the package registers them all.
 
 from . import paragraphs, splitters  # noqa: F401  (each registers its chunkers)
 from .base import (
-    CHUNKERS,
     Chunk,
     ChunkKind,
     ChunkOptions,
     Strategy,
     chunk_paper,
+    chunker,
     context_header,
     lines_in,
     max_chars,
@@ -28,12 +28,12 @@ from .base import (
 )
 
 __all__ = [
-    "CHUNKERS",
     "Chunk",
     "ChunkKind",
     "ChunkOptions",
     "Strategy",
     "chunk_paper",
+    "chunker",
     "context_header",
     "lines_in",
     "max_chars",

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ...errors import ChunkingError
+from ...errors import ChunkingError, ConfigError
 from ...parser.models import Box, Paper, Paragraph, Section, SectionCategory
 from .. import registry as operator_registry
 from ..tokens import TokenCounter
@@ -94,7 +94,6 @@ class _Draft:
 
 
 Strategy = Callable[[Paper, TokenCounter, ChunkOptions], list[Chunk]]
-CHUNKERS: dict[str, Strategy] = {}
 
 
 # What a chunker needs beyond a paper, for `paperscope operators`.
@@ -102,12 +101,10 @@ _NEEDS = {"semantic": ("embedder",), "parent_child": ()}
 
 
 def register(name: str) -> Callable[[Strategy], Strategy]:
-    """Add a chunking strategy under `name`, here and in the engine's operator registry."""
+    """Register a chunking strategy under `name` in the engine's operator registry (a spec names it: no argument)."""
 
     def wrap(fn: Strategy) -> Strategy:
-        CHUNKERS[name] = fn
-        operator_registry.register("chunker", name, needs=_NEEDS.get(name, ()))(fn)
-        return fn
+        return operator_registry.register("chunker", name, needs=_NEEDS.get(name, ()))(fn)
 
     return wrap
 
@@ -116,15 +113,24 @@ def chunk_paper(
     paper: Paper, tokens: TokenCounter, strategy: str = "recursive", options: ChunkOptions | None = None
 ) -> list[Chunk]:
     """Cut `paper` into chunks with the named strategy."""
-    try:
-        fn = CHUNKERS[strategy]
-    except KeyError:
-        raise ChunkingError(f"unknown chunking strategy {strategy!r}; choose one of {', '.join(CHUNKERS)}") from None
+    fn: Strategy = chunker(strategy)
     chunks = fn(paper, tokens, options or ChunkOptions())
     body = [c for c in chunks if c.kind == "chunk"]
     if [c.chunk_index for c in body] != list(range(len(body))):
         raise ChunkingError(f"{paper.source or paper.title}: chunk_index is not continuous")
     return chunks
+
+
+def chunker(strategy: str) -> Strategy:
+    """The chunking function `strategy` names; a ChunkingError naming the registered ones otherwise."""
+    try:
+        fn: Strategy = operator_registry.build("chunker", strategy)
+    except ConfigError as exc:
+        if ":" in strategy:
+            raise ChunkingError(str(exc)) from None
+        known = ", ".join(operator_registry.choices("chunker"))
+        raise ChunkingError(f"unknown chunking strategy {strategy!r}; choose one of {known}") from None
+    return fn
 
 
 # --- shared helpers -------------------------------------------------------------------

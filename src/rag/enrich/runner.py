@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from ...config import Settings
@@ -25,6 +25,9 @@ from ..chunking.base import Embed
 from ..generate import Generator
 from ..registry import get
 from .base import Calls, CallStats, Enriched, PaperInput, joined
+
+if TYPE_CHECKING:  # settings validation lists the enrichers: importing them must not load the chat model classes
+    from langchain_core.language_models import BaseChatModel
 
 #: The strategies in the order they run and their texts appear in an index text (summaries before contextual,
 #: which reuses them).

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from ...config import KB_PATTERN
-from ...errors import ConfigError
+from ...errors import ConfigError, PaperscopeError
 from ...operations import UnknownPaper, check_doc_id, matching_doc_ids, paper_rows
 from ...rag.ingest import doc_id_for
 from ...rag.store import PaperRecord, StoredChunk
@@ -84,10 +84,13 @@ async def upload(
 def _ingest_options(strategy: str | None, chunk_size: int | None, enrich: str | None) -> dict[str, Any]:
     """The request settings layer of an upload's form fields; unknown names refused, naming them."""
     from ...rag import registry
-    from ...rag.chunking import CHUNKERS
+    from ...rag.chunking import chunker
 
-    if strategy is not None and strategy not in CHUNKERS:
-        raise ConfigError(f"strategy: unknown chunking strategy {strategy!r}; one of {', '.join(sorted(CHUNKERS))}")
+    if strategy is not None:
+        try:
+            chunker(strategy)
+        except PaperscopeError as exc:
+            raise ConfigError(f"strategy: {exc}") from None
     names = [n.strip() for n in (enrich or "").split(",") if n.strip()]
     for name in names:
         try:
