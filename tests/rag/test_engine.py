@@ -147,7 +147,7 @@ def last_first(request: dict[str, Any]) -> tuple[int, bytes]:
 def test_a_rerankers_order_is_final(cli: CliRunner, question: str, track: str) -> None:
     """Whatever runs after the reranker keeps its order: the passages come out in the order of its scores, on one
     paper and across papers, and the postprocessors run in their declared order."""
-    from paperscope.rag.engine import POSTPROCESSORS
+    from paperscope.rag.passages import POSTPROCESSORS
 
     with RerankServer(last_first) as server:
         data = retrieve(cli, question, "--k", "4", "--rerank", server.url)
