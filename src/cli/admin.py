@@ -109,6 +109,7 @@ def operators(
     """
     from rich.table import Table
 
+    from ..agent import router  # noqa: F401  (registers the LLM router: the registry imports rag's operators only)
     from ..rag.registry import operators as registered  # imports every built-in operator and the plugins
 
     ops = registered()

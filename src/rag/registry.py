@@ -53,11 +53,11 @@ Factory = Callable[..., Any]
 # `get("retriever", ...)` knows every retriever whoever asks first (importing them all up front costs a second).
 _BUILTIN: dict[str, tuple[str, ...]] = {
     "chunker": ("rag.chunking",),
-    "router": ("rag.route", "agent.router"),
+    "router": ("rag.route",),  # the agent's LLM router registers itself in agent/ (rag never imports agent)
     "retriever": ("rag.retrievers",),
     "reranker": ("rag.rerank",),
     "transform": ("rag.transforms", "rag.engine"),
-    "postprocessor": ("rag.engine",),
+    "postprocessor": ("rag.engine", "rag.passages"),
     "enricher": ("rag.enrich",),
     "indexer": (),
 }
