@@ -40,8 +40,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     home = args.home or Path(tempfile.mkdtemp(prefix="paperscope-answer-latency-"))
-    settings = Settings(home=home)
-    settings.llm.model = None  # the no-LLM path, whatever the environment configures
+    settings = Settings(home=home, llm={"model": None})  # the no-LLM path, whatever the environment configures
     queries = load_queries(args.queries)
     with PaperStore.open(settings) as store:
         if not store.list_papers():
