@@ -293,6 +293,13 @@ class Raptor:
         from .filters import SearchFilter
 
         scope = search_filter or SearchFilter()
+        papers = store.catalogue().ready
+        if not any("raptor" in p.enrichments for p in papers if not scope.doc_ids or p.doc_id in scope.doc_ids):
+            # Without a single summary tree this would be its base retriever under another name.
+            raise ConfigError(
+                f"retriever {self.name} needs papers enriched with raptor (`paperscope ingest --enrich raptor`): "
+                "none of the papers searched has a summary tree"
+            )
         if not self.tree:
             kinds = list(dict.fromkeys([*scope.kinds, "raptor"]))
             return self.inner.search(store, query, scope.model_copy(update={"kinds": kinds}), k)

@@ -182,11 +182,20 @@ def test_a_question_without_words_is_refused(searcher: Searcher, question: str) 
         searcher.answer(question)
 
 
-@pytest.mark.parametrize("name", [n for n in names("retriever") if n != "parent_document"])
+# parent_document and raptor need a knowledge base built for them (parents, summary trees): they fail here.
+@pytest.mark.parametrize(
+    "name", [n for n in names("retriever") if n not in ("parent_document", "raptor", "raptor:tree")]
+)
 def test_each_retriever_honours_the_filter(sample_kb: PaperStore, sample_doc_ids: dict[str, str], name: str) -> None:
     doc = sample_doc_ids["hydra"]
     hits = make_retriever(name).search(sample_kb, "hypothetical documents", SearchFilter(doc_ids=[doc]), 3)
     assert len(hits) == 3 and all(isinstance(h, StoredChunk) and h.doc_id == doc for h in hits)
+
+
+@pytest.mark.parametrize("spec", ["raptor", "raptor:tree:dense"])
+def test_raptor_without_summary_trees_says_what_it_needs(sample_kb: PaperStore, spec: str) -> None:
+    with pytest.raises(ConfigError, match=r"needs papers enriched with raptor \(`paperscope ingest --enrich raptor`\)"):
+        make_retriever(spec).search(sample_kb, "hypothetical documents", None, 3)
 
 
 def test_unknown_retriever() -> None:

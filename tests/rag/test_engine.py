@@ -17,6 +17,7 @@ from paperscope.agent.tools import AgentTools, RunState
 from paperscope.cli import app
 from paperscope.rag.engine import Engine
 from paperscope.rag.filters import SearchFilter
+from paperscope.rag.registry import names
 from paperscope.rag.store import PaperStore
 from tests.rag.test_rerank import RerankServer, by_keyword, tiny_cross_encoder  # noqa: F401  (a fixture)
 
@@ -89,6 +90,21 @@ def test_a_bad_retriever_spec_is_one_line(cli: CliRunner) -> None:
     ]:
         result = cli.invoke(app, ["retrieve", QUESTION, "--retriever", spec])
         assert result.exit_code == 1 and says in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize("name", names("retriever"))
+def test_every_listed_retriever_runs_as_itself_or_says_what_it_needs(cli: CliRunner, name: str) -> None:
+    listed = {
+        o["name"]: o for o in json.loads(cli.invoke(app, ["operators", "--json"]).stdout) if o["kind"] == "retriever"
+    }
+    assert name in listed
+    result = cli.invoke(app, ["retrieve", QUESTION, "--retriever", name, "--json"])
+    if result.exit_code == 0:
+        data = json.loads(result.stdout)
+        assert data["models"]["retriever"].startswith(name) and data["hits"]
+    else:  # one line, saying what it needs: what `operators` lists it as needing
+        assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert listed[name]["needs"] and any(w in result.stderr for w in ("parent", "raptor")), result.stderr
 
 
 def test_parent_document_needs_a_parent_child_knowledge_base(cli: CliRunner) -> None:
