@@ -12,10 +12,9 @@ import re
 import threading
 from collections.abc import Iterable
 
+from ..answer.citations import passage_id
+
 _LABEL = re.compile(r"^\s*\[?\s*[Pp](\d{1,5})\s*\]?\s*$")
-_CITATION = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*(\d{1,7})\s*\]?\s*$")
-# A RAPTOR summary node: `P3:raptor:1.2` (level 1, node 2).
-_NODE = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*raptor\s*:\s*(\d{1,3})\.(\d{1,5})\s*\]?\s*$", re.I)
 _LABEL_IN_TEXT = re.compile(r"\bP(\d{1,5})\b")
 
 
@@ -60,15 +59,7 @@ class PaperLabels:
     def resolve(self, cid: str) -> str | None:
         """`<doc_id>:<chunk_index>` for a citation id in either form (P3:17 or doc_id:17), `<doc_id>:raptor:1.2`
         for a summary node's (P3:raptor:1.2); None if it is not one."""
-        node = _NODE.match(cid)
-        if node is not None:
-            doc_id = self.doc_id(node.group(1))
-            return None if doc_id is None else f"{doc_id}:raptor:{int(node.group(2))}.{int(node.group(3))}"
-        m = _CITATION.match(cid)
-        if m is None:
-            return None
-        doc_id = self.doc_id(m.group(1))
-        return None if doc_id is None else f"{doc_id}:{int(m.group(2))}"
+        return passage_id(cid, self.doc_id)
 
     def expand(self, text: str) -> str:
         """`text` with this run's labels replaced by doc_ids (for the trace, which leaves the run)."""

@@ -26,6 +26,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt.tool_node import ToolInvocationError, ToolRuntime
 from pydantic import BaseModel, Field, ValidationError
 
+from ..answer.citations import Resolver
 from ..answer.model import TraceStep
 from ..parser.models import SectionCategory
 from ..rag.engine import Engine
@@ -62,10 +63,9 @@ class RunState:
     notes: list[str] = field(default_factory=list, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
-    def resolve(self, cid: str) -> str | None:
-        """The full citation id of a seen chunk for an id the model wrote (either form), else None."""
-        full = self.labels.resolve(cid)
-        return full if full is not None and full in self.seen else None
+    def __post_init__(self) -> None:
+        # What the model's citations point at: the chunks it was shown, by label or full id.
+        self.resolve = Resolver.of_seen(self.seen, self.labels.doc_id)
 
     def remember(self, chunks: list[StoredChunk]) -> list[str]:
         """Chunks a tool showed the model, citable from now on; their citation ids in order, each once."""

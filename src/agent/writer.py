@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..answer import grounding
-from ..answer.citations import CitationStream, Grounded, ground, grounding_notes
+from ..answer.citations import CitationStream, Grounded, Resolver, ground, grounding_notes
 from ..answer.claims import Claim, Reading, placed, renumbered
 from ..answer.extractive import HEADER, HEADER_WITHOUT_MODEL, extracted
 from ..answer.grounding import GroundingReport
@@ -107,7 +107,7 @@ class AnswerWriter:
             text, claims = ex.text, ex.claims
         else:
             emitted: list[str] = []
-            resolve = source_resolver(sources)
+            resolve = Resolver.of_sources(sources)
             stream = CitationStream(resolve, on_token) if on_token is not None else None
 
             def emit(piece: str) -> None:
@@ -179,7 +179,7 @@ class AnswerWriter:
         text = grounding.mark(grounded.text, report)
         notes += grounding.notes(report)
         streamed = [f"\n\n({line})" for line in grounding.notes(report)]  # the marks cannot be streamed inline
-        resolve = source_resolver(sources)
+        resolve = Resolver.of_sources(sources)
         numbering = {key: n for n, key in enumerate(grounded.order, start=1)}
         added: list[str] = []
         besides: list[Claim] = []
@@ -354,23 +354,3 @@ class AnswerWriter:
 
 
 _CATEGORY_NAMES = {"ABSTRACT", "INTRODUCTION", "METHOD", "EVALUATION", "CONCLUSION", "RELATED_WORK", "OTHER"}
-
-
-def source_resolver(sources: Sequence[Source]) -> Callable[[str], str | None]:
-    """What a reference in a single-shot answer points at: a source's number ("3"), or a citation id
-    (`<doc_id>:<chunk_index>`) inside a source's chunk range; the key is the source's number, as text."""
-    numbers = {str(s.n) for s in sources}
-    chunks = {
-        f"{s.doc_id}:{i}": str(s.n) for s in reversed(sources) for i in range(s.chunk_range[0], s.chunk_range[1] + 1)
-    }
-    chunks.update({s.citation: str(s.n) for s in reversed(sources) if ":raptor:" in s.citation})
-
-    def resolve(ref: str) -> str | None:
-        if ref.isdigit():
-            return str(int(ref)) if str(int(ref)) in numbers else None
-        if ref in chunks:
-            return chunks[ref]
-        doc_id, _, index = ref.rpartition(":")
-        return chunks.get(f"{doc_id}:{int(index)}") if index.isdigit() else None
-
-    return resolve

@@ -11,10 +11,26 @@ this for the agent, the fallback and the single-shot answer, so every citation s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import Source
+
+# --- how a citation is written: every pattern of it, here ------------------------------------------------------
 
 BRACKET = re.compile(r"\[([^\[\]\n]{1,400})\]")
+#: A source number as an answer shows it, "[3]" (the claims read the answer's final text with these).
+NUMBERED = re.compile(r"\[(\d{1,3})\]")
+#: A short bracketed group, as the grounding check blanks citations out before it reads an answer's figures.
+SHORT_BRACKET = re.compile(r"\[[^\[\]\n]{1,60}\]")
+#: A passage cited alone: `<paper>:<chunk_index>`, the paper a doc_id or an agent's label (P3), maybe bracketed.
+PASSAGE_REF = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*(\d{1,7})\s*\]?\s*$")
+#: A RAPTOR summary node cited alone: `<paper>:raptor:<level>.<n>`.
+SUMMARY_REF = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*raptor\s*:\s*(\d{1,3})\.(\d{1,5})\s*\]?\s*$", re.I)
+#: A full citation id in running text (the earlier answers of a conversation sent back over HTTP).
+FULL_ID_IN_TEXT = re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(\d{1,6})\b")
 _CITATION_ID = re.compile(r"^\s*([A-Za-z0-9_-]{1,64}):(\d{1,7})\s*$")
 
 # One reference inside a citation group: a source number, a range of them, or a passage id in any form a
@@ -42,6 +58,67 @@ _LEAD_IN = re.compile(
     re.I,
 )
 _CLOSES_SENTENCE = re.compile(r"^\s*(?:[.;:!?,)]|$)")
+
+
+# --- what a citation points at: the one resolver of every path ---------------------------------------------------
+
+
+def passage_id(ref: str, paper: Callable[[str], str | None] = str.strip) -> str | None:
+    """`<doc_id>:<chunk_index>` (`<doc_id>:raptor:<level>.<n>` for a summary node) of a reference written in either
+    form, its paper part mapped by `paper` (the agent's labels: "P3" -> a doc_id); None when it is not one."""
+    node = SUMMARY_REF.match(ref)
+    if node is not None:
+        doc_id = paper(node.group(1))
+        return None if doc_id is None else f"{doc_id}:raptor:{int(node.group(2))}.{int(node.group(3))}"
+    m = PASSAGE_REF.match(ref)
+    if m is None:
+        return None
+    doc_id = paper(m.group(1))
+    return None if doc_id is None else f"{doc_id}:{int(m.group(2))}"
+
+
+class Resolver:
+    """What a reference in an answer ("3", "P3:17", "<doc_id>:17") points at among what was read, or None: one
+    resolver for every path, built for what that path read (`of_sources`, `of_seen`)."""
+
+    def __init__(self, resolve: Callable[[str], str | None]) -> None:
+        self._resolve = resolve
+
+    def __call__(self, ref: str) -> str | None:
+        return self._resolve(ref)
+
+    @classmethod
+    def of_sources(cls, sources: Sequence[Source]) -> Resolver:
+        """Numbered sources (single-shot, fallback, extractive): a source's number ("3"), or a passage id inside a
+        source's chunk range; the key is the source's number, as text."""
+        numbers = {str(s.n) for s in sources}
+        chunks = {
+            f"{s.doc_id}:{i}": str(s.n)
+            for s in reversed(sources)
+            for i in range(s.chunk_range[0], s.chunk_range[1] + 1)
+        }
+        chunks.update({s.citation: str(s.n) for s in reversed(sources) if ":raptor:" in s.citation})
+
+        def resolve(ref: str) -> str | None:
+            if ref.isdigit():
+                return str(int(ref)) if str(int(ref)) in numbers else None
+            if ref in chunks:
+                return chunks[ref]
+            doc_id, _, index = ref.rpartition(":")
+            return chunks.get(f"{doc_id}:{int(index)}") if index.isdigit() else None
+
+        return cls(resolve)
+
+    @classmethod
+    def of_seen(cls, seen: Mapping[str, object], paper: Callable[[str], str | None]) -> Resolver:
+        """The passages an agent run was shown (`seen`, by full id, still growing): a passage id in either form, its
+        paper mapped by `paper` (the run's labels); the key is the full id."""
+
+        def resolve(ref: str) -> str | None:
+            full = passage_id(ref, paper)
+            return full if full is not None and full in seen else None
+
+        return cls(resolve)
 
 
 def ids_in(inside: str) -> list[str]:

@@ -20,7 +20,6 @@ the verdict beside the sentence and open its span from its [n].
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, Literal
@@ -29,6 +28,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from ..rag.chunking import lines_in
 from ..rag.store import StoredChunk
+from .citations import NUMBERED
 from .grounding import EvidenceIndex, Figure, GroundingReport, names, numbers
 from .sentences import Unit, sentence_spans, units_at
 from .words import terms
@@ -38,7 +38,6 @@ Role = Literal["answer", "support"]
 
 #: Shares of a sentence's words a span must hold, without figures to check: most of them, or some.
 SUPPORTED_WORDS, PARTIAL_WORDS = 0.6, 0.3
-_CITE = re.compile(r"\[(\d{1,3})\]")
 
 
 class Claim(BaseModel):
@@ -143,7 +142,7 @@ class Reading:
         out = []
         for start, end in sentence_spans(text):
             sentence = text[start:end]
-            words = frozenset(terms(_CITE.sub(" ", sentence)))
+            words = frozenset(terms(NUMBERED.sub(" ", sentence)))
             figures = [f for f in [*numbers(sentence), *names(sentence)] if not _given(f, self.question)]
             if not words and not figures:
                 continue  # a bare "[1]" or a lone marker: nothing to support
@@ -151,7 +150,7 @@ class Reading:
             for key, gone in missing.items():  # the grounding check's word for the sentence stands
                 if key and (key in sentence or sentence.strip() in key):
                     absent = list(dict.fromkeys([*absent, *gone]))
-            refs = [int(m.group(1)) for m in _CITE.finditer(sentence)]
+            refs = [int(m.group(1)) for m in NUMBERED.finditer(sentence)]
             out.append(self._claim(sentence.strip(), words, figures, absent, refs, role))
         return out
 

@@ -25,7 +25,7 @@ from .claims import Claim, Role, placed, quoted
 from .grounding import EvidenceIndex, numbers
 from .quantities import NUMBER_WORDS, dimension, quantities
 from .question_type import Ask, QuestionType, question_type
-from .sentences import Unit, split_sentences, units_at
+from .sentences import Unit, units_at
 from .words import WORD as _WORD
 from .words import stem as _stem
 from .words import terms
@@ -104,11 +104,6 @@ _ANAPHORA = re.compile(
 )
 _RESPECTIVELY = re.compile(r"\brespectively\b", re.I)
 _LONG = 60  # words: a longer "sentence" is usually two columns run together by the text layer
-
-
-def sentences(text: str) -> list[str]:
-    """Split a passage into sentences (keeps decimals and common abbreviations intact)."""
-    return [s for s in split_sentences(text) if len(s) > 20]
 
 
 @dataclass

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from ..rag.cues import STOPWORDS
+from .citations import SHORT_BRACKET
 from .question_type import Ask, question_type
 from .sentences import sentence_spans
 
@@ -75,7 +76,6 @@ _NAME_BEFORE = re.compile(r"(?:[A-Za-z]\w*[-_/:]?|\d:)$")
 # Digits glued to letters after them that make a name or an ordinal: "3D", "2nd", "5th".
 _NAME_AFTER = re.compile(r"(?:st|nd|rd|th|D)\b|[A-Za-z]+\d")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•]\s*)?\d{1,2}[.)]\s", re.M)
-_CITATION = re.compile(r"\[[^\[\]\n]{1,60}\]")
 
 
 def _value(num: str) -> float:
@@ -108,7 +108,7 @@ def _readings(m: re.Match[str]) -> tuple[tuple[float, float], ...]:
 
 def numbers(text: str) -> list[Figure]:
     """The figures a text states as numbers (labels, list markers, citations and digits in names left out)."""
-    text = _LIST_MARKER.sub(lambda m: " " * len(m.group(0)), _CITATION.sub(lambda m: " " * len(m.group(0)), text))
+    text = _LIST_MARKER.sub(lambda m: " " * len(m.group(0)), SHORT_BRACKET.sub(lambda m: " " * len(m.group(0)), text))
     found: list[Figure] = []
     for m in _NUMBER.finditer(text):
         before = text[max(0, m.start() - 14) : m.start()]

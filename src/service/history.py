@@ -9,18 +9,17 @@ the knowledge base does not hold are ignored; system messages are not part of th
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..answer.citations import FULL_ID_IN_TEXT
 from ..answer.model import Answer, Source
 from ..rag.retrieval import track_of
 from ..rag.route import Route
 from ..rag.store import PaperStore, StoredChunk
 
-CITATION = re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(\d{1,6})\b")
 MAX_TURNS = 10  # earlier answers kept (the newest); older ones say little about the next question
 MAX_SOURCES = 10  # citations read per earlier answer
 
@@ -41,7 +40,7 @@ def citations(message: HistoryMessage) -> list[tuple[str, int]]:
     """(doc_id, chunk_index) of the sources an assistant message names, first mention first."""
     found: list[tuple[str, int]] = []
     for text in [*(message.sources or []), message.content]:
-        for doc_id, index in CITATION.findall(text):
+        for doc_id, index in FULL_ID_IN_TEXT.findall(text):
             if (doc_id, int(index)) not in found:
                 found.append((doc_id, int(index)))
     return found[:MAX_SOURCES]

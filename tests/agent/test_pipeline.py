@@ -9,8 +9,9 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from paperscope.agent.pipeline import Searcher
-from paperscope.answer.extractive import HEADER, SUPPORT, sentences, strip_references
+from paperscope.answer.extractive import HEADER, SUPPORT, strip_references
 from paperscope.answer.model import Answer
+from paperscope.answer.sentences import split_sentences
 from paperscope.config import Settings
 from paperscope.errors import ConfigError
 from paperscope.rag.adapters import PaperscopeRetriever
@@ -217,7 +218,7 @@ def test_langchain_retriever_adapter(sample_kb: PaperStore, sample_doc_ids: dict
 
 def test_sentences_keep_decimals_and_abbreviations() -> None:
     text = "We use BM25 (e.g. Lucene) and reach 36.1 MRR on the dev set. As Fig. 3 shows, it wins by a margin."
-    assert sentences(text) == [
+    assert split_sentences(text) == [
         "We use BM25 (e.g. Lucene) and reach 36.1 MRR on the dev set.",
         "As Fig. 3 shows, it wins by a margin.",
     ]

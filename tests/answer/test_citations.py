@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from paperscope.answer.citations import UNSUPPORTED, CitationStream, ground, grounding_notes
+from paperscope.answer.citations import (
+    UNSUPPORTED,
+    CitationStream,
+    Resolver,
+    ground,
+    grounding_notes,
+    passage_id,
+)
+from paperscope.answer.model import Source
 
 READ = {"1", "2", "3", "4", "5"}  # single-shot: the numbers of the sources the model was given
 
@@ -81,3 +89,41 @@ def test_a_stream_shows_the_same_text_as_the_final_answer() -> None:
     stream.close()
     assert "".join(pieces) == ground(written, by_number).text
     assert "".join(pieces) == "First claim. Second claim [1].\n- a bullet\n- another [2]."
+
+
+# --- the one resolver -----------------------------------------------------------------------------------------
+
+
+def _source(n: int, doc_id: str, first: int, last: int, citation: str | None = None) -> Source:
+    return Source(
+        n=n,
+        citation=citation or f"{doc_id}:{first}",
+        doc_id=doc_id,
+        title="t",
+        section_title="s",
+        section_category="METHOD",
+        chunk_index=first,
+        chunk_range=(first, last),
+        page=1,
+        pages=(1, 1),
+        text="x",
+    )
+
+
+def test_numbered_sources_resolve_by_number_or_by_a_passage_inside_their_range() -> None:
+    resolve = Resolver.of_sources(
+        [_source(1, "a", 3, 5), _source(2, "b", 7, 7), _source(3, "a", 0, 0, citation="a:raptor:1.2")]
+    )
+    assert [resolve(r) for r in ("1", "02", "3", "4")] == ["1", "2", "3", None]  # numbers shown, no others
+    assert [resolve(r) for r in ("a:4", "a:04", "b:7", "a:raptor:1.2")] == ["1", "1", "2", "3"]
+    assert resolve("a:6") is None and resolve("c:3") is None  # outside every source read
+
+
+def test_an_agent_run_resolves_what_it_was_shown_by_label_or_full_id() -> None:
+    seen: dict[str, object] = {"doc-a:12": object()}
+    resolve = Resolver.of_seen(seen, lambda paper: "doc-a" if paper.upper() == "P1" else paper.strip())
+    assert resolve("P1:12") == resolve("[p1:012]") == resolve("doc-a:12") == "doc-a:12"
+    assert resolve("P1:13") is None and resolve("P2:12") is None and resolve("3") is None
+    seen["doc-a:13"] = object()  # shown by a later tool call of the same run: citable from then on
+    assert resolve("P1:13") == "doc-a:13"
+    assert passage_id("P1:raptor:2.0", lambda p: "doc-a") == "doc-a:raptor:2.0"
