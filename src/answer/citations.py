@@ -18,19 +18,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .model import Source
 
-# --- how a citation is written: every pattern of it, here ------------------------------------------------------
+from .citation_forms import BRACKET, PASSAGE_REF, SUMMARY_REF
 
-BRACKET = re.compile(r"\[([^\[\]\n]{1,400})\]")
-#: A source number as an answer shows it, "[3]" (the claims read the answer's final text with these).
-NUMBERED = re.compile(r"\[(\d{1,3})\]")
-#: A short bracketed group, as the grounding check blanks citations out before it reads an answer's figures.
-SHORT_BRACKET = re.compile(r"\[[^\[\]\n]{1,60}\]")
-#: A passage cited alone: `<paper>:<chunk_index>`, the paper a doc_id or an agent's label (P3), maybe bracketed.
-PASSAGE_REF = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*(\d{1,7})\s*\]?\s*$")
-#: A RAPTOR summary node cited alone: `<paper>:raptor:<level>.<n>`.
-SUMMARY_REF = re.compile(r"^\s*\[?\s*([A-Za-z0-9_-]{1,64})\s*:\s*raptor\s*:\s*(\d{1,3})\.(\d{1,5})\s*\]?\s*$", re.I)
-#: A full citation id in running text (the earlier answers of a conversation sent back over HTTP).
-FULL_ID_IN_TEXT = re.compile(r"\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}):(\d{1,6})\b")
 _CITATION_ID = re.compile(r"^\s*([A-Za-z0-9_-]{1,64}):(\d{1,7})\s*$")
 
 # One reference inside a citation group: a source number, a range of them, or a passage id in any form a

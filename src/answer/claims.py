@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from ..rag.chunking import lines_in
 from ..rag.store import StoredChunk
-from .citations import NUMBERED
+from .citation_forms import NUMBERED
 from .grounding import EvidenceIndex, Figure, GroundingReport, names, numbers
 from .sentences import Unit, sentence_spans, units_at
 from .words import terms

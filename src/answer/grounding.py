@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, Field
 
 from ..rag.cues import STOPWORDS
-from .citations import SHORT_BRACKET
+from .citation_forms import SHORT_BRACKET
 from .question_type import Ask, question_type
 from .sentences import sentence_spans
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..answer.citations import FULL_ID_IN_TEXT
+from ..answer.citation_forms import FULL_ID_IN_TEXT
 from ..answer.model import Answer, Source
 from ..rag.retrieval import track_of
 from ..rag.route import Route
