@@ -20,7 +20,6 @@ import logging
 import math
 import os
 import re
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -32,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..errors import ConfigError, PaperscopeError, RerankError
 from ..prompts import load_prompt
 from .registry import build, get, no_argument, operators, register
+from .torch_model import load_cross_encoder
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -129,33 +129,6 @@ def _cross_encoder_ref(arg: str) -> str:
     if arg.startswith(("/", ".", "~")) or arg.count("/") > 1 or (os.sep != "/" and os.sep in arg):
         raise ConfigError(f"cross-encoder model folder {path} does not exist")
     return arg
-
-
-_MODELS: dict[str, Any] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def load_cross_encoder(ref: str) -> Any:
-    """A sentence-transformers CrossEncoder from local files on CPU, loaded once per process."""
-    with _MODELS_LOCK:
-        model = _MODELS.get(ref)
-        if model is not None:
-            return model
-        # Never reach for the Hub: a missing model must fail fast, not hang on the network.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import CrossEncoder
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        try:
-            model = CrossEncoder(ref, device="cpu", local_files_only=True)
-        except Exception as exc:  # OSError, ValueError, HF errors: all mean "not available locally"
-            raise ConfigError(
-                f"cannot load cross-encoder {ref!r} from local files (downloads are disabled): {_flat(str(exc))}"
-            ) from exc
-        _MODELS[ref] = model
-        return model
 
 
 @register("reranker", "cross-encoder", usage="cross-encoder:<name-or-path>")

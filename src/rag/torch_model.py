@@ -1,7 +1,9 @@
-"""The sentence-transformers model, loaded with torch on CPU once per process and never from the network.
+"""sentence-transformers models (the embedder, a cross-encoder), loaded with torch on CPU once per process and
+never from the network.
 
-Its own module because both the embedder (embeddings.py, for batches of chunks) and the ONNX export
-(onnx_model.py, which traces the same model once) load it, and neither should import the other.
+Its own module because the embedder (embeddings.py, for batches of chunks), the ONNX export (onnx_model.py,
+which traces the same model once) and the cross-encoder reranker (rerank.py) load them, and none of them should
+import another.
 """
 
 from __future__ import annotations
@@ -12,30 +14,39 @@ from typing import Any
 
 from ..errors import ConfigError
 
-_MODELS: dict[str, Any] = {}
+_MODELS: dict[tuple[str, str], Any] = {}
 _MODELS_LOCK = threading.Lock()
 
 
 def load_sentence_transformer(name_or_path: str) -> Any:
     """Load a sentence-transformers model on CPU once per process; later calls share it."""
+    return _load("SentenceTransformer", name_or_path, "sentence-transformers model")
+
+
+def load_cross_encoder(ref: str) -> Any:
+    """A sentence-transformers CrossEncoder from local files on CPU, loaded once per process."""
+    return _load("CrossEncoder", ref, "cross-encoder")
+
+
+def _load(kind: str, ref: str, what: str) -> Any:
+    """The sentence-transformers class `kind` for `ref` from local files on CPU, shared by every later call."""
     with _MODELS_LOCK:
-        model = _MODELS.get(name_or_path)
+        model = _MODELS.get((kind, ref))
         if model is not None:
             return model
         # Never reach for the Hub: a missing model must fail fast, not hang on the network.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        import sentence_transformers
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # its "Loading weights" bar would garble the CLI's output
-
         try:
-            model = SentenceTransformer(name_or_path, device="cpu", local_files_only=True)
+            model = getattr(sentence_transformers, kind)(ref, device="cpu", local_files_only=True)
         except Exception as exc:  # OSError, ValueError, HF errors: all mean "not available locally"
+            flat = " ".join(str(exc).split())
             raise ConfigError(
-                f"cannot load sentence-transformers model {name_or_path!r} from local files "
-                f"(downloads are disabled): {exc}"
+                f"cannot load {what} {ref!r} from local files (downloads are disabled): {flat[:200]}"
             ) from exc
-        _MODELS[name_or_path] = model
+        _MODELS[(kind, ref)] = model
         return model

@@ -221,6 +221,16 @@ class PluginReversed:
 '''
 
 
+def _distribution(root: Path, name: str, entry_points: str) -> None:
+    """An installed distribution `name` under `root`: its .dist-info declaring `entry_points` in the plugin group,
+    and a module `brokenplugin` that cannot be imported (a plugin whose dependency is missing)."""
+    (root / "brokenplugin.py").write_text("raise ImportError('a dependency of this plugin is missing')\n")
+    info = root / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[paperscope.operators]\n{entry_points}")
+
+
 @pytest.fixture
 def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A package outside src/, installed as a distribution (a .dist-info with its entry points) on sys.path; the
@@ -228,11 +238,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     root = tmp_path / "site"
     root.mkdir()
     (root / "myplugin.py").write_text(textwrap.dedent(PLUGIN))
-    (root / "brokenplugin.py").write_text("raise ImportError('a dependency of this plugin is missing')\n")
-    info = root / "myplugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[paperscope.operators]\nmine = myplugin\nbroken = brokenplugin\n")
+    _distribution(root, "myplugin", "mine = myplugin\nbroken = brokenplugin\n")
     monkeypatch.syspath_prepend(str(root))
     registry.load_plugins(again=True)
     yield root
@@ -246,11 +252,7 @@ def test_a_plugin_that_fails_to_import_is_one_warning_naming_it(
 ) -> None:
     root = tmp_path / "site"
     root.mkdir()
-    (root / "brokenplugin.py").write_text("raise ImportError('a dependency of this plugin is missing')\n")
-    info = root / "brokenplugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenplugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[paperscope.operators]\nbroken = brokenplugin\n")
+    _distribution(root, "brokenplugin", "broken = brokenplugin\n")
     monkeypatch.syspath_prepend(str(root))
     with caplog.at_level(logging.WARNING, logger="paperscope.rag.registry"):
         registry.load_plugins(again=True)
