@@ -362,13 +362,23 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
 def _left_sidebar(lines: list[Line], width: float, height: float) -> tuple[list[Line], list[Line]]:
     """The lines of a narrow block down the left margin that no other line reaches into, and the other lines
     (([], lines) if there is no such block)."""
-    narrow = [ln for ln in lines if ln.x1 < 0.3 * width]
+    # The main text starts where the lines reaching past a third of the page start (a running head or foot, in
+    # the margins, may run across the sidebar's column and does not count); the sidebar's lines end before it.
+    # A fixed share of the width does not do: PLOS's box of citation, editor and dates ends at 0.30 of it, BMJ's
+    # abstract heading at 0.32.
+    wide = [ln for ln in lines if ln.x1 >= width / 3 and not _in_margin(ln, height)]
+    if not wide:
+        return [], lines
+    start = min(ln.x0 for ln in wide)
+    narrow = [ln for ln in lines if ln.x1 < start - 4]
     if len(narrow) < 8 or max(ln.y1 for ln in narrow) - min(ln.y0 for ln in narrow) < 0.3 * height:
         return [], lines
     edge = max(ln.x1 for ln in narrow)
-    rest = [ln for ln in lines if ln.x1 > edge]  # every line not in `narrow`: those ending by `edge` are narrow
+    taken = {id(ln) for ln in narrow}
+    rest = [ln for ln in lines if id(ln) not in taken]
     # The block stands apart: the text right of it starts clear of its edge, and the text is mostly there.
-    if len(rest) < len(narrow) or any(ln.x0 < edge + 4 for ln in rest):
+    body = [ln for ln in rest if not _in_margin(ln, height)]
+    if len(body) < len(narrow) or any(ln.x0 < edge + 4 for ln in body):
         return [], lines
     return narrow, rest
 

@@ -145,3 +145,12 @@ def test_ligatures_normalised(papers: dict[str, Paper]) -> None:
     text = " ".join(p.text for p in papers["osdi2004_mapreduce.pdf"].paragraphs)
     assert "\ufb01" not in text
     assert "find the system easy to use" in text
+
+
+def test_a_publishers_side_box_stays_out_of_the_abstract(papers: dict[str, Paper]) -> None:
+    """PLOS ONE prints a box of citation, editor, dates and copyright down the left of page 1, beside the abstract:
+    it is read as its own block, never woven line by line into the abstract."""
+    abstract = papers["plosone2018_wheat_metabolomics.pdf"].abstract
+    assert "relationships with different traits. The objective" in abstract
+    for line in ("OPEN ACCESS", "Citation:", "Editor:", "Received:", "Copyright:", "PLoS ONE 13(6)"):
+        assert line not in abstract, line
