@@ -35,13 +35,19 @@ _COMBINING = {
     "\u02da": "\u030a",  # ˚ ring
 }
 _SPACING_ACCENT = re.compile("([\u00b4\u00a8\u02c6\u02dc\u00b8\u02d8\u02c7\u02da])([A-Za-z\u0131])|(\u0131)(\u02c6)")
+# A spacing ring before a temperature unit, or after a figure and before no letter, is a degree sign as printed
+# ("35 ˚C", "0.08˚C", "a 45˚ angle"), not a ring over the next letter ("10 ˚A" is 10 Å).
+_DEGREE = re.compile(r"\u02da(?=\s?[CF](?![A-Za-z]))|(?<=\d)\u02da(?![A-Za-z])")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _SPACES = re.compile(r"\s+")
 
 
 def normalize(text: str) -> str:
-    """Replace ligatures and odd spaces, put LaTeX's spacing accents on their letters, collapse whitespace."""
+    """Replace ligatures and odd spaces, print degree signs as such, put LaTeX's spacing accents on their letters,
+    collapse whitespace."""
     text = text.translate(_LIGATURES)
+    if "\u02da" in text:
+        text = _DEGREE.sub("\u00b0", text)
     if _SPACING_ACCENT.search(text):
         text = _SPACING_ACCENT.sub(_accented, text)
     return _SPACES.sub(" ", text).strip()

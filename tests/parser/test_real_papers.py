@@ -154,3 +154,9 @@ def test_a_publishers_side_box_stays_out_of_the_abstract(papers: dict[str, Paper
     assert "relationships with different traits. The objective" in abstract
     for line in ("OPEN ACCESS", "Citation:", "Editor:", "Received:", "Copyright:", "PLoS ONE 13(6)"):
         assert line not in abstract, line
+
+
+def test_degree_signs_read_as_printed(papers: dict[str, Paper]) -> None:
+    # PLOS sets "0.08˚C" with a spacing ring before the C: a degree sign, not a ring over the C ("C̊").
+    abstract = papers["plosone2018_wheat_metabolomics.pdf"].abstract
+    assert "(35:28 ± 0.08°C)" in abstract and "\u030a" not in abstract
