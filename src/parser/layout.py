@@ -53,6 +53,7 @@ class Line:
     y1: float
     spans: list[Span] = field(default_factory=list)
     column: int = 0  # 0 = left or only column, 1 = right, -1 = spans the page
+    sidebar: bool = False  # in a block down the margin beside the text (affiliations, a publisher's box)
 
     @property
     def text(self) -> str:
@@ -354,7 +355,7 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     top = min(ln.y0 for ln in sidebar)
     at = next((i for i, ln in enumerate(page.lines) if ln.column != -1 and ln.y0 >= top), len(page.lines))
     for ln in sidebar:
-        ln.column = 0
+        ln.column, ln.sidebar = 0, True
     page.lines[at:at] = sorted(sidebar, key=lambda ln: (ln.y0, ln.x0))
     return page
 

@@ -123,7 +123,9 @@ def _parse(
     found_title = title_lines(pages[0].lines, heights[0], body)
     for ln in found_title:
         pages[0].lines.remove(ln)
-    after_title = pages[0].lines[:25]
+    # The byline is under the title, never in a sidebar beside it (a publisher's box cites the paper as
+    # "Thomason K, Babar MA, ...", BMJ's lists affiliations).
+    after_title = [ln for ln in pages[0].lines if not ln.sidebar][:25]
     paper_title = title or metadata_title(meta, page_one) or title_text(found_title) or path.stem
 
     tables = _take_tables(doc, pages, body)

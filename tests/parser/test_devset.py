@@ -146,6 +146,12 @@ def test_printed_table_of_contents_is_not_headings(parsed: dict[str, dict[str, P
         assert len([t for t in pages if t.startswith("1. Introduction")]) == 1
 
 
+def test_a_sidebar_of_affiliations_gives_no_author(devset: Path) -> None:
+    """BMJ's first page lists affiliations down a left sidebar beside the byline: none of it is an author."""
+    authors = parse_pdf(devset / "pdfs" / "pmj2010_h_pylori_iron_deficiency.pdf").authors
+    assert authors[:2] == ["Xiaolu Huang", "Xinhua Qu"] and authors[-1] == "Ping Xiong" and len(authors) == 17
+
+
 def test_outline_with_paper_title_and_accents(parsed: dict[str, dict[str, Paper]]) -> None:
     """The outline lists the paper's title (not a section); "Lemaître" is matched across accents."""
     sections = parsed["published"]["jallcom2014_al4cu_tio2_composites.pdf"].sections

@@ -160,3 +160,15 @@ def test_degree_signs_read_as_printed(papers: dict[str, Paper]) -> None:
     # PLOS sets "0.08˚C" with a spacing ring before the C: a degree sign, not a ring over the C ("C̊").
     abstract = papers["plosone2018_wheat_metabolomics.pdf"].abstract
     assert "(35:28 ± 0.08°C)" in abstract and "\u030a" not in abstract
+
+
+def test_the_authors_are_the_bylines_not_a_sidebar_beside_it(papers: dict[str, Paper]) -> None:
+    # The PLOS box beside the abstract cites the paper as "Thomason K, Babar MA, ...": no authors of their own.
+    assert papers["plosone2018_wheat_metabolomics.pdf"].authors == [
+        "Kayla Thomason",
+        "Md Ali Babar",
+        "John E. Erickson",
+        "Michael Mulvaney",
+        "Chris Beecher",
+        "Greg MacDonald",
+    ]
