@@ -130,7 +130,7 @@ def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[s
         parts = [p for p in _name_parts(_without_superscripts(ln)) if p]
         # Names come first; from the first institution on the line is an address ("..., Bristol, United Kingdom").
         cut = next((i for i, p in enumerate(parts) if _ORGANISATION.search(p)), len(parts))
-        names = [p for p in parts[:cut] if _looks_like_name(p)]
+        names = [natural_case(p) for p in parts[:cut] if _looks_like_name(p)]
         if names and len(names) >= 0.5 * cut:
             from_page += [n for n in names if n not in from_page]
     return (from_page if len(from_page) >= len(from_meta) else from_meta)[:30]
@@ -149,6 +149,28 @@ _ORGANISATION = re.compile(
     re.I,
 )
 _PARTICLES = {"de", "van", "von", "der", "den", "di", "da", "del", "la", "le", "du", "dos", "das", "bin", "al"}
+
+
+_ROMAN = re.compile(r"(?:II|III|IV|VI{0,3})\.?")
+
+
+def natural_case(name: str) -> str:
+    """A name the page prints in capitals (or small caps, read as capitals) in its natural case: "TAL AUGUST" ->
+    "Tal August", "MARTI A. HEARST" -> "Marti A. Hearst", "JEAN-PIERRE O'NEIL" -> "Jean-Pierre O'Neil", "LUDWIG VAN
+    BEETHOVEN" -> "Ludwig van Beethoven". A name in mixed case is as printed."""
+    if not name.isupper() or len(re.sub(r"[^A-Za-z\u00c0-\u024f]", "", name)) < 4:
+        return name
+    words = name.split()
+    out: list[str] = []
+    for i, word in enumerate(words):
+        if (_ROMAN.fullmatch(word) and i > 0) or re.fullmatch(r"([A-Z]\.-?)+", word):
+            out.append(word)  # "III", "A.", "J.-P." stay
+        elif word.lower() in _PARTICLES and 0 < i < len(words) - 1:
+            out.append(word.lower())
+        else:
+            # Each part after a hyphen or an apostrophe starts upper-case: "Jean-Pierre", "O'Neil".
+            out.append(re.sub(r"[^\W\d_]+", lambda m: m.group(0).capitalize(), word.lower()))
+    return " ".join(out)
 
 
 def _without_superscripts(ln: Line) -> str:

@@ -172,3 +172,7 @@ def test_the_authors_are_the_bylines_not_a_sidebar_beside_it(papers: dict[str, P
         "Chris Beecher",
         "Greg MacDonald",
     ]
+
+
+def test_authors_printed_in_small_capitals_read_in_their_natural_case(papers: dict[str, Paper]) -> None:
+    assert papers["arxiv2203.00130v1_paperplain.pdf"].authors[:2] == ["Tal August", "Lucy Lu Wang"]
