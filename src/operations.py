@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from .config import KB_PATTERN
 from .errors import ConfigError
@@ -143,38 +143,16 @@ class QueryOptions(BaseModel):
 
         return [parse_category(raw).name for raw in value] if value else value
 
-    @field_validator("transform")
+    @field_validator("retriever", "rerank", "transform")
     @classmethod
-    def _transforms(cls, value: list[str] | None) -> list[str] | None:
-        from .rag import registry
+    def _operators(cls, value: str | list[str] | None, info: ValidationInfo) -> str | list[str] | None:
+        """Each spec checked against the registry (a retriever built, which searches nothing)."""
+        from .rag.operator_settings import check_spec
 
-        valid = registry.choices("transform")
-        for name in value or []:
-            if name not in valid:
-                raise ValueError(registry.unknown("transform", name, valid))
-        return value
-
-    @field_validator("retriever")
-    @classmethod
-    def _retriever(cls, value: str | None) -> str | None:
-        """Built once to check it (names, nesting, weights): cheap, nothing is searched."""
-        from .rag.retrievers import make_retriever
-
-        if value is not None:
+        kind = {"retriever": "retriever", "rerank": "reranker", "transform": "transform"}[str(info.field_name)]
+        for spec in value if isinstance(value, list) else [] if value is None else [value]:
             try:
-                make_retriever(value)
-            except ConfigError as exc:
-                raise ValueError(str(exc)) from None
-        return value
-
-    @field_validator("rerank")
-    @classmethod
-    def _rerank(cls, value: str | None) -> str | None:
-        from .rag.rerank import check_rerank_spec
-
-        if value is not None:
-            try:
-                check_rerank_spec(value)
+                check_spec(kind, spec)
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
         return value

@@ -237,6 +237,11 @@ def test_config_set_and_unset_are_checked_before_anything_is_saved(home: Path, l
     fails("llm.api_key cannot be a knowledge base's own setting: a secret", *kb, "--set", "llm.api_key=sk")
     fails("embedding.model cannot be a knowledge base's own setting: it is fixed", *kb, "--set", "embedding.model=x")
     fails("'nope' is not one of code, markdown, parent_child, recursive", *kb, "--set", "chunking.strategy=nope")
+    # An operator the registry does not know is refused before the knowledge base keeps it (it would fail every
+    # later command), whatever kind it is.
+    fails("invalid setting retrieval.retriever: unknown retriever 'bm52'", *kb, "--set", "retrieval.retriever=bm52")
+    fails("invalid setting retrieval.rerank: unknown reranker 'colbert:x'", *kb, "--set", "retrieval.rerank=colbert:x")
+    fails("invalid setting retrieval.transforms: unknown transform 'hide'", *kb, "--set", "retrieval.transforms=hide")
     fails("expected NAME=VALUE", *kb, "--set", "retrieval.k")
     fails("--unset: unknown setting retrieval.kk", *kb, "--unset", "retrieval.kk")
     fails("name it with --kb NAME", "--set", "retrieval.k=3")

@@ -30,7 +30,7 @@ from ..errors import ConfigError, StoreError
 from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, load_layers, validate_values
 from .embeddings import LOCAL_MODEL_NAME
 from .lite_files import lite_path
-from .operator_settings import check_operators
+from .operator_settings import OperatorSettingError, check_operators, check_values
 from .store import PROP_DIM, PROP_EMBEDDER, lite_damage, peek_client
 from .store.properties import CREATED, FIXED, PROP_OVERRIDES, PROP_SETTINGS
 
@@ -156,14 +156,17 @@ def _check_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_names_of_parts(values: Mapping[str, Any]) -> None:
-    """Names Settings takes as free text and checks only when used: a chunker (a retriever spec is checked by the
-    setting's own validator)."""
+    """Names Settings takes as free text: a chunker, a retriever, a reranker, transforms, enrichers, each checked
+    against the registry before a knowledge base keeps it."""
     from . import registry
 
-    known = {"chunking.strategy": registry.choices("chunker")}
-    for name, choices in known.items():
-        if name in values and values[name] not in choices:
-            raise SettingError(name, f"invalid setting {name}: {values[name]!r} is not one of {', '.join(choices)}")
+    name, choices = "chunking.strategy", registry.choices("chunker")
+    if name in values and values[name] not in choices:
+        raise SettingError(name, f"invalid setting {name}: {values[name]!r} is not one of {', '.join(choices)}")
+    try:
+        check_values(values)
+    except OperatorSettingError as exc:
+        raise SettingError(exc.setting, f"invalid setting {exc.setting}: {exc.reason}") from None
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
