@@ -15,8 +15,8 @@ are context, never hits of their own, except through `parent_document`. Rows an 
 (kinds question and summary) stand for that chunk: `to_chunks` maps hits on them back (the engine does).
 
 `make_retriever` looks the name before the first ':' up in the operator registry and calls the factory registered
-with it (each class's `from_spec`) with the rest; a retriever of another module or a plugin is built the same way
-(docs/operators.md, "Adding an operator").
+with it (a class's `from_spec`; a class that takes no argument is built as it is) with the rest; a retriever of
+another module or a plugin is built the same way (docs/operators.md, "Adding an operator").
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..config import RetrievalSettings
 from ..errors import ConfigError
-from .registry import build, no_argument, register
+from .registry import build, register
 
 if TYPE_CHECKING:  # imported where used: settings validation builds retrievers without loading Milvus
     from .filters import SearchFilter
@@ -36,8 +36,9 @@ if TYPE_CHECKING:  # imported where used: settings validation builds retrievers 
 class Retriever(Protocol):
     """Anything that ranks chunks for a query.
 
-    Built from a spec by the factory registered with it (`from_spec(arg, settings)` on the built-in ones); an
-    optional `embeds_queries` attribute says it embeds the query (the paper locator then embeds questions too).
+    Built from a spec by the factory registered with it (`from_spec(arg, settings)` where the spec takes an
+    argument); an optional `embeds_queries` attribute says it embeds the query (the paper locator then embeds
+    questions too).
     """
 
     @property
@@ -55,11 +56,6 @@ class Dense:
     name = "dense"
     embeds_queries = True
 
-    @classmethod
-    def from_spec(cls, arg: str, settings: RetrievalSettings) -> Dense:
-        no_argument("retriever", "dense", arg)
-        return cls()
-
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
         return store.search_dense(query, search_filter, k)
 
@@ -70,11 +66,6 @@ class BM25:
 
     name = "bm25"
     embeds_queries = False
-
-    @classmethod
-    def from_spec(cls, arg: str, settings: RetrievalSettings) -> BM25:
-        no_argument("retriever", "bm25", arg)
-        return cls()
 
     def search(self, store: PaperStore, query: str, search_filter: SearchFilter | None, k: int) -> list[StoredChunk]:
         return store.search_bm25(query, search_filter, k)
