@@ -162,11 +162,6 @@ class QueryOptions(BaseModel):
         """True when the request fixes papers, sections or k: hard limits only the single-shot path keeps."""
         return bool(self.paper or self.section or self.k)
 
-    @property
-    def single_shot(self) -> bool:
-        """True when the request asks for the single-shot path: `no_agent`, or `scoped`."""
-        return bool(getattr(self, "no_agent", False)) or self.scoped
-
 
 def _question(value: str) -> str:
     from .rag.question import check_question
@@ -198,6 +193,11 @@ class AskRequest(QueryOptions):
     @classmethod
     def _query(cls, value: str) -> str:
         return _question(value)
+
+    @property
+    def single_shot(self) -> bool:
+        """True when the request asks for the single-shot path: `no_agent`, or `scoped`."""
+        return self.no_agent or self.scoped
 
 
 def settings_request(options: QueryOptions) -> dict[str, Any]:
