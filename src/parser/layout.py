@@ -375,8 +375,7 @@ def _left_sidebar(lines: list[Line], width: float, height: float) -> tuple[list[
     if len(narrow) < 8 or max(ln.y1 for ln in narrow) - min(ln.y0 for ln in narrow) < 0.3 * height:
         return [], lines
     edge = max(ln.x1 for ln in narrow)
-    taken = {id(ln) for ln in narrow}
-    rest = [ln for ln in lines if id(ln) not in taken]
+    rest = [ln for ln in lines if ln.x1 >= start - 4]
     # The block stands apart: the text right of it starts clear of its edge, and the text is mostly there.
     body = [ln for ln in rest if not _in_margin(ln, height)]
     if len(body) < len(narrow) or any(ln.x0 < edge + 4 for ln in body):
