@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -54,7 +54,10 @@ def browser() -> Iterator[WebDriver]:
 def wait(driver: WebDriver, condition: object, what: str, seconds: float = WAIT) -> object:
     """WebDriverWait with a failure that says what did not happen, and the page's error lines."""
     try:
-        return WebDriverWait(driver, seconds).until(condition)  # type: ignore[arg-type]
+        # The page re-renders lists as jobs and answers arrive: an element the condition read a moment ago may be
+        # gone by the next line of it, which means "not yet", not a failure.
+        stale = (StaleElementReferenceException,)
+        return WebDriverWait(driver, seconds, ignored_exceptions=stale).until(condition)  # type: ignore[arg-type]
     except TimeoutException:
         errors = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".error") if e.text]
         pytest.fail(f"{what} did not happen in {seconds} s; errors shown: {errors}")
