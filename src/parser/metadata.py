@@ -117,17 +117,55 @@ def _bold_title(top: list[Line], lines: list[Line], body: float) -> list[Line]:
     return chosen
 
 
-def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[str]:
-    """Authors from the byline under the title (or the PDF metadata when it names more of them)."""
+def byline(lines: list[Line], title: list[Line]) -> list[Line]:
+    """Page 1's lines under the title and above where the abstract (or the text) begins, read in rows: top to
+    bottom, each row left to right. Bylines are set as grids (names side by side, each with its affiliation below
+    it) that the reading order of columns would read one column at a time; and what stands above the title (a
+    journal's banner) or beside the byline further down (an "Edited by" box) is no byline."""
+    top = min((ln.y0 for ln in title), default=float("-inf"))
+    under = [ln for ln in lines if (ln.y0 + ln.y1) / 2 > top]
+    stop = min((ln.y0 for ln in under if _starts_text(ln)), default=float("inf"))
+    above = sorted((ln for ln in under if ln.y0 < stop), key=lambda ln: (ln.y0 + ln.y1) / 2)
+    rows: list[list[Line]] = []
+    for ln in above:
+        if rows and (ln.y0 + ln.y1) / 2 <= max(x.y1 for x in rows[-1]):
+            rows[-1].append(ln)  # on the row above's band: beside it, not under it
+        else:
+            rows.append([ln])
+    return [ln for row in rows for ln in sorted(row, key=lambda ln: ln.x0)]
+
+
+def _starts_text(ln: Line) -> bool:
+    """The abstract's heading, or a line of running text: many words, few of them capitalised (a list of names
+    or an address capitalises most of its words)."""
+    words = ln.text.split()
+    if _ABSTRACT_START.match(ln.text):
+        return True
+    capitalised = sum(1 for w in words if w[:1].isupper())
+    return len(words) >= 10 and capitalised < 0.5 * len(words)
+
+
+def authors_from(meta: dict[str, str] | None, byline_lines: list[Line]) -> list[str]:
+    """Authors from the byline under the title (`byline`), or the PDF metadata when it names more of them."""
     from_meta: list[str] = []
     raw = normalize((meta or {}).get("author") or "")
     if raw and not _JUNK_TITLE.search(raw) and len(raw) < 400:
         from_meta = [p for p in _name_parts(raw) if _looks_like_name(p)]
     from_page: list[str] = []
-    for ln in after_title[:25]:
-        if _ABSTRACT_START.match(ln.text) or (len(ln.text.split()) >= 14 and not _NAME_LIST.search(ln.text)):
+    given = ""  # a first name that ended a line, its surname on the next ("... and Andrew" / "D. White")
+    for ln in byline_lines[:25]:
+        if _starts_text(ln):
             break  # the abstract (or the text) begins: the byline is over
-        parts = [p for p in _name_parts(_without_superscripts(ln)) if p]
+        text = _without_superscripts(ln)
+        parts = [p for p in _name_parts(text) if p]
+        if given and parts and _looks_like_name(f"{given} {parts[0]}"):
+            parts[0] = f"{given} {parts[0]}"
+        given = ""
+        # Only a word alone on its line, or after the list's closing "and", is taken for a cut name: an address
+        # ends with a word too ("..., Heidelberg, Germany").
+        alone = len(parts) == 1 or re.search(r"\band\s+\S+\s*$", text)
+        if parts and alone and _GIVEN.fullmatch(parts[-1]):
+            given = parts.pop()
         # Names come first; from the first institution on the line is an address ("..., Bristol, United Kingdom").
         cut = next((i for i, p in enumerate(parts) if _ORGANISATION.search(p)), len(parts))
         names = [natural_case(p) for p in parts[:cut] if _looks_like_name(p)]
@@ -136,16 +174,16 @@ def authors_from(meta: dict[str, str] | None, after_title: list[Line]) -> list[s
     return (from_page if len(from_page) >= len(from_meta) else from_meta)[:30]
 
 
+_GIVEN = re.compile(r"[A-Z][a-z\u00e0-\u017f'’\-]+")  # one capitalised word: a name cut by the line's end
 _ABSTRACT_START = re.compile(r"^(abstract|a\s?b\s?s\s?t\s?r\s?a\s?c\s?t|summary|摘\s*要)\b", re.I)
-_NAME_LIST = re.compile(r"(,.*){2,}|\band\b")
 _MARKS = re.compile(r"[\u2217*\u2020\u2021\u00a7\u00b6\u22c6\u21d1\u2660-\u2667#\u2709]")
 _ORGANISATION = re.compile(
-    r"@|\d|\b(universit\w*|institut\w*|department|dept|school|college|laborator\w*|lab|research|inc|ltd|corporation|"
-    r"publishing|journal|article|preprint|access|cent(er|re)|division|faculty|hospital|received|accepted|editor|"
+    r"@|\d|\b(universit\w*|institut\w*|d[eé]part[ae]?ment\w*|dept|school|college|laborator\w*|lab|research|inc|ltd|"
+    r"corporation|publishing|journal|article|preprint|access|cent(er|re|ro)|division|faculty|hospital|received|accepted|editor|"
     r"copyright|volume|keywords|e-?mails?|tel|fax|correspondence|proceedings|conference|society|press|sciences?|"
     r"engineering|technology|google|microsoft|yahoo|facebook|ieee|acm|open|group|ai|llc|physics|medicine|health|"
     r"ecole|laboratoire|normale|measurements|uc|search|design|metabolomics|gmbh|street|road|avenue|"
-    r"united|kingdom|states|africa|town|city|san|new|ann)\b",
+    r"united|kingdom|states|africa|town|city|san|new|arbor)\b",
     re.I,
 )
 _PARTICLES = {"de", "van", "von", "der", "den", "di", "da", "del", "la", "le", "du", "dos", "das", "bin", "al"}

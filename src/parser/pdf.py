@@ -22,7 +22,7 @@ from .layout import (
     order_page,
     raw_lines,
 )
-from .metadata import authors_from, identifiers, metadata_title, title_lines, title_text, year_from
+from .metadata import authors_from, byline, identifiers, metadata_title, title_lines, title_text, year_from
 from .models import Paper
 from .page_cost import MAX_PAGE_GLYPHS, MAX_PAGE_INFLATED, MAX_PAGE_PATHS, page_cost
 from .structure import Heading, Item, Text, assemble
@@ -125,7 +125,7 @@ def _parse(
         pages[0].lines.remove(ln)
     # The byline is under the title, never in a sidebar beside it (a publisher's box cites the paper as
     # "Thomason K, Babar MA, ...", BMJ's lists affiliations).
-    after_title = [ln for ln in pages[0].lines if not ln.sidebar][:25]
+    by = byline([ln for ln in pages[0].lines if not ln.sidebar], found_title)
     paper_title = title or metadata_title(meta, page_one) or title_text(found_title) or path.stem
 
     tables = _take_tables(doc, pages, body)
@@ -149,7 +149,7 @@ def _parse(
     paper = assemble(
         items,
         title=normalize(paper_title),
-        authors=authors_from(meta, after_title),
+        authors=authors_from(meta, by),
         year=year_from(page_one, meta),
         pages=doc.page_count,
         source=str(path),

@@ -33,8 +33,13 @@ _COMBINING = {
     "\u02d8": "\u0306",  # ˘ breve
     "\u02c7": "\u030c",  # ˇ caron
     "\u02da": "\u030a",  # ˚ ring
+    "\u02db": "\u0328",  # ˛ ogonek ("J˛edrzej" -> "Jędrzej")
+    "\u02d9": "\u0307",  # ˙ dot above ("˙Zółw" -> "Żółw")
+    "\u02dd": "\u030b",  # ˝ double acute ("Erd˝os" -> "Erdős")
 }
-_SPACING_ACCENT = re.compile("([\u00b4\u00a8\u02c6\u02dc\u00b8\u02d8\u02c7\u02da])([A-Za-z\u0131])|(\u0131)(\u02c6)")
+_SPACING_ACCENT = re.compile(
+    "([\u00b4\u00a8\u02c6\u02dc\u00b8\u02d8\u02c7\u02da\u02db\u02d9\u02dd])([A-Za-z\u0131])|(\u0131)(\u02c6)"
+)
 # A spacing ring before a temperature unit, or after a figure and before no letter, is a degree sign as printed
 # ("35 ˚C", "0.08˚C", "a 45˚ angle"), not a ring over the next letter ("10 ˚A" is 10 Å).
 _DEGREE = re.compile(r"\u02da(?=\s?[CF](?![A-Za-z]))|(?<=\d)\u02da(?![A-Za-z])")

@@ -224,3 +224,26 @@ def test_lists_formulas_and_figure_labels_are_not_headings(parsed: dict[str, dic
         assert not titles & set(bad), (name, titles & set(bad))
     stoc = parsed["no outline"]["stoc2007_smooth_sensitivity.pdf"].sections
     assert not [s.title for s in stoc if re.search(r"[=→∈]", s.title)]
+
+
+def test_authors_as_printed_on_every_dev_paper(parsed: dict[str, dict[str, Paper]], devset: Path) -> None:
+    """First author, last author and count against the bylines read by hand (benchmarks/devset_authors.tsv):
+    grids of names read row by row, names cut across lines joined, banners and editor boxes left out."""
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("authors_check", root / "benchmarks" / "authors_check.py")
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    truth = check.read_truth()
+    assert len(truth) == len(list((devset / "pdfs").glob("*.pdf")))
+    found = {
+        stem: (
+            parsed["published"][f"{stem}.pdf"]
+            if f"{stem}.pdf" in parsed["published"]
+            else parse_pdf(devset / "pdfs" / f"{stem}.pdf")
+        ).authors
+        for stem in truth
+    }
+    rows = check.check(found, truth)
+    wrong = [f"{r.stem}: {r.found} (printed {r.truth})" for r in rows if not r.right]
+    assert sum(r.right for r in rows) >= 0.95 * len(rows), "\n".join(wrong)
