@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .captions import starts_caption
+from .captions import FLOAT_LABEL, starts_caption
 from .categories import known_heading
 from .layout import Line, PageLines, inside
 from .models import SectionCategory as Cat
@@ -122,8 +122,7 @@ class _Finder:
             if c.accepted_by:
                 accepted.append(c)
         accepted = self._check_sequence(accepted)
-        if not trusted:
-            accepted = self._add_styled(cands, accepted)
+        accepted = self._add_outline_styled(cands, accepted) if trusted else self._add_styled(cands, accepted)
         accepted = self._drop_front_matter(accepted)
         self._levels(accepted)
         self.accepted = accepted
@@ -150,7 +149,7 @@ class _Finder:
 
     def _candidate(self, i: int) -> _Cand | None:
         ln = self.lines[i]
-        if i in self.toc or starts_caption(ln, self.body) or ln.size < 0.7 * self.body:
+        if i in self.toc or starts_caption(ln, self.body) or FLOAT_LABEL.match(ln.text) or ln.size < 0.7 * self.body:
             return None
         text = ln.text
         if not self._starts_block(i):
@@ -159,8 +158,14 @@ class _Finder:
         if runin:
             c = self._features(i, 1, runin)
             # An unnumbered bold or italic lead ("Datasets. We use ...") is a paragraph label, and so is
-            # "J. Neurosci." in a reference: only decimal numbering makes a run-in heading.
-            return c if c.numbered and c.num.style in ("arabic", "paren", "appendix") and c.num.depth >= 0 else None
+            # "J. Neurosci." in a reference: decimal numbering makes a run-in heading.
+            # So does back matter (acknowledgments, funding), a section however it is set, when it runs into its text
+            # without a stop ("Acknowledgments We thank ..."). A topic so set ("Benchmarks The dataset ...", LaTeX's
+            # \paragraph) labels a paragraph, as any lead with a stop does ("Results. We ...").
+            if c.numbered:
+                return c if c.num.style in ("arabic", "paren", "appendix") and c.num.depth >= 0 else None
+            stop = re.search(r"[.:]$", "".join(s.text for s in ln.spans[:runin]).strip())
+            return c if c.named is Cat.OTHER and c.bold and not stop else None
         if self._footnote(ln):
             return None
         n = self._extent(i)
@@ -224,7 +229,7 @@ class _Finder:
             centered=self._centered(i),
             gap_above=gap,
             style=(font, round(ln.head_size * 2) / 2, bold, italic, caps or ln.small_caps),
-            named=known_heading(num.name),
+            named=_named(num),
             runin_spans=runin_spans,
         )
         c.numbered = num.number is not None and num.style != "none" and self._plausible_number(num)
@@ -308,6 +313,8 @@ class _Finder:
                 break
             if parse_heading(nxt.text).number is not None:
                 break
+            if ln.bold and not nxt.bold:
+                break  # a line that leaves the heading's bold midway is a paragraph with a run-in lead
             if self._centered(i + n - 1):
                 if not self._centered(i + n) or _upper(nxt.text) != _upper(ln.text):
                     break  # a centred heading ends where the left-aligned or lower-case text begins
@@ -369,13 +376,16 @@ class _Finder:
             if ends and (j + 1 == len(spans) or not styled(spans[j + 1])):
                 lead = "".join(s.text for s in spans[: j + 1]).strip()
                 rest = "".join(s.text for s in spans[j + 1 :]).split()
-                if marked < 0.5 * chars or len(lead.split()) > 12 or not rest:
-                    return 0
+                if marked < 0.5 * chars or len(lead.split()) > 12 or not rest or rest[0][:1].islower():
+                    return 0  # "3. Extract: the system takes ...": an item of a list that runs on lower-case
                 if not re.search(r"[^\W\d_]{2}", parse_heading(lead).name):
                     return 0  # "3.1." alone in bold: the name follows in another type
                 return j + 1
             if not styled(spans[j]) and not spans[j].mono and spans[j].text.strip():
-                return 0
+                # A section every paper may have, set in bold and run into its text without a stop ("Acknowledgments
+                # We would like to thank", ACL's style): its name is the lead.
+                lead = "".join(s.text for s in spans[:j]).strip()
+                return j if j > k and known_heading(lead) is not None and len(lead.split()) <= 3 else 0
         return 0
 
     def _footnote(self, ln: Line) -> bool:
@@ -458,10 +468,11 @@ class _Finder:
         out = list(accepted)
         for c in loose:
             emphasised = c.strong or (c.italic and c.size >= 0.98) or (c.font_diff and c.size >= 0.9)
-            if not emphasised or c.text.endswith(".") or self.lines[c.i].share("mono") >= 0.5:
-                continue  # code and verbatim lines are set apart too, but are not headings
-            if c.n == 1 and not (c.bold or c.caps) and self._full(self.lines[c.i]) and len(c.text.split()) >= 6:
-                continue  # a line of running text that fills its column
+            if not emphasised or c.text.endswith((".", ":")) or self.lines[c.i].share("mono") >= 0.5:
+                continue  # code and verbatim lines are set apart too, and "Affiliation:" labels what follows
+            full = self._full(self.lines[c.i])
+            if c.n == 1 and not (c.bold or c.caps) and full and len(c.text.split()) >= 6 and c.size < 1.05:
+                continue  # a line of running text that fills its column (a long heading is set larger)
             if numbered_doc:
                 # Below numbered subsections, unnumbered lines are paragraph heads unless set larger.
                 ok = c.size >= 1.05 and (c.style in styles or repeats[c.style] >= 2)
@@ -472,6 +483,24 @@ class _Finder:
             if ok:
                 c.accepted_by = "style"
                 out.append(c)
+        out.sort(key=lambda c: c.i)
+        return out
+
+    def _add_outline_styled(self, cands: list[_Cand], accepted: list[_Cand]) -> list[_Cand]:
+        """Headings a trusted outline leaves out, set in the very type of those it lists: LaTeX's outline omits
+        unnumbered sections (\\section*), an appendix's among them."""
+        listed = {c.style for c in accepted if c.accepted_by == "outline"}
+        # Set apart from the text above as the listed headings are (the tightest of them, give or take).
+        gap = 0.8 * min((c.gap_above for c in accepted if c.accepted_by == "outline"), default=0.0)
+        chosen = {c.i for c in accepted}
+        out = list(accepted)
+        for c in cands:
+            if c.i in chosen or c.runin_spans or c.style not in listed or not c.strong or c.gap_above < gap:
+                continue
+            if c.text.endswith((".", ":")) or not self._next_is_body(c):
+                continue
+            c.accepted_by = "style"
+            out.append(c)
         out.sort(key=lambda c: c.i)
         return out
 
@@ -512,6 +541,12 @@ class _Finder:
                     c.level = min(level, 2)
                 style_level.setdefault(c.style, c.level)
             stack = [*stack[: c.level], c.style]
+
+
+def _named(num: Numbering) -> Cat | None:
+    """The category a heading's name gives it; "Appendix. Model specification" is named by its first word."""
+    named = known_heading(num.name)
+    return Cat.OTHER if named is None and num.style == "appendix" else named
 
 
 def _style(ln: Line) -> tuple[str, float, bool]:

@@ -69,9 +69,11 @@ class Line:
 
     @property
     def bold(self) -> bool:
-        """True when every visible character is bold."""
+        """True when every visible character is bold, the math in it aside: TeX sets "the increment m_µ" of a bold
+        heading in its (upright weight) math fonts unless the author asks for bold math."""
         visible = [s for s in self.spans if s.text.strip()]
-        return bool(visible) and all(s.bold for s in visible)
+        words = [s for s in visible if not _MATH_FONT.search(s.font.split("+", 1)[-1])]
+        return bool(words) and all(s.bold for s in words)
 
     @property
     def height(self) -> float:
@@ -306,6 +308,8 @@ def drop_page_furniture(pages: list[list[Line]], heights: list[float], body: flo
                 continue
             if _in_margin(ln, h) and (_signature(text) in repeated or _PAGE_NUMBER.match(text)):
                 continue
+            if number == 1 and _signature(text) in repeated and ln.size <= 1.05 * body and len(text.split()) <= 6:
+                continue  # the running head page 1 sets under its title ("A PREPRINT"), in body type, not the title
             if ln.y1 < h * _MARGIN and not ln.bold and _numbered_running_head(text, number):
                 continue
             if _is_line_number(ln, edges):

@@ -227,6 +227,30 @@ def test_lists_formulas_and_figure_labels_are_not_headings(parsed: dict[str, dic
     assert not [s.title for s in stoc if re.search(r"[=→∈]", s.title)]
 
 
+def test_headings_found_by_their_kind_without_outline(parsed: dict[str, dict[str, Paper]]) -> None:
+    """Classes of heading the page alone must reveal: back matter run into its text ("Acknowledgments We would
+    like ..."), a section named by the word Appendix, a long heading in larger italics that fills its line, a
+    heading above a paragraph with a bold run-in lead."""
+
+    def titles(name: str) -> list[str]:
+        return [s.title for s in parsed["no outline"][name].sections]
+
+    assert "Acknowledgments" in titles("naacl2006_prototype_driven_learning.pdf")
+    assert "Appendix. Model specification" in titles("jcap2008_apparent_average_accelerations.pdf")
+    jss = titles("jss2007_timp_r_package.pdf")
+    assert "Specification in TIMP: Dependence of bandshape parameters on independent variable" in jss
+    assert "Affiliation:" not in jss  # a label ending in a colon introduces what follows
+    assert "6.2.2 Log-linear based automated scoring" in titles("naacl2013_narrative_retelling_assessment.pdf")
+
+
+def test_labels_and_running_heads_are_not_headings(parsed: dict[str, dict[str, Paper]]) -> None:
+    """LaTeX's \\paragraph leads ("Benchmarks The dataset ..."), a list item with a lead ("3. Extract: the system
+    takes ..."), and the running head page 1 prints under its title ("A PREPRINT") are no sections."""
+    timetabling = {s.title for s in parsed["no outline"]["arxiv2201.07525_educational_timetabling.pdf"].sections}
+    assert not {"A PREPRINT", "Benchmarks", "Discussion"} & timetabling
+    assert "3. Extract" not in {s.title for s in parsed["no outline"]["emnlp2011_open_ie_relations.pdf"].sections}
+
+
 def test_authors_as_printed_on_every_dev_paper(parsed: dict[str, dict[str, Paper]], devset: Path) -> None:
     """First author, last author and count against the bylines read by hand (benchmarks/devset_authors.tsv):
     grids of names read row by row, names cut across lines joined, banners and editor boxes left out."""

@@ -118,3 +118,40 @@ def test_paper_without_headings_keeps_abstract_and_introduction(tmp_path: Path) 
 )
 def test_numbering_sequence(stack: list[int], path: tuple[int, ...], fits: bool) -> None:
     assert _fits(stack, path) is fits
+
+
+def test_algorithm_and_listing_captions_are_never_headings(tmp_path: Path) -> None:
+    """ "Algorithm 4 FIDD" in bold above its steps (algorithm2e, algorithmic) labels a float, as "Listing 2" does."""
+    w = Writer()
+    w.block("Fast Iterative Document Decoding", 16, "hebo")
+    w.block("1 Introduction", 12, "hebo")
+    w.block(PARAGRAPH * 2)
+    w.block("2 Method", 12, "hebo")
+    w.block(PARAGRAPH)
+    for label in ("Algorithm 4 FIDD", "Listing 2 Decoder loop"):
+        w.block(label, 12, "hebo")
+        w.block("Input: a document D and a budget k\nfor each page p in D do\n    decode p\nend for")
+        w.block(PARAGRAPH)
+    w.block("3 Results", 12, "hebo")
+    w.block(PARAGRAPH * 2)
+    paper = parse_pdf(w.save(tmp_path / "algorithms.pdf"))
+    assert [s.title for s in paper.sections if s.printed] == ["1 Introduction", "2 Method", "3 Results"]
+
+
+def test_an_outline_that_leaves_out_a_heading_does_not_hide_it(tmp_path: Path) -> None:
+    """LaTeX's outline omits unnumbered sections (an appendix set with \\section*): the page shows them in the type
+    of the headings the outline lists, and they are kept with them."""
+    w = Writer()
+    w.block("Decoding Documents Quickly", 16, "hebo")
+    for heading in ("1 Introduction", "2 Method", "3 Results"):
+        w.block(heading, 12, "hebo")
+        w.block(PARAGRAPH * 2)
+    w.block("Proofs of the Lemmas", 12, "hebo")
+    w.block(PARAGRAPH * 2)
+    path = w.save(tmp_path / "outline.pdf")
+    doc = pymupdf.open(path)
+    doc.set_toc([[1, "1 Introduction", 1], [1, "2 Method", 1], [1, "3 Results", 1]])
+    doc.save(tmp_path / "with-outline.pdf")
+    paper = parse_pdf(tmp_path / "with-outline.pdf")
+    titles = [s.title for s in paper.sections if s.printed]
+    assert titles == ["1 Introduction", "2 Method", "3 Results", "Proofs of the Lemmas"]
