@@ -6,9 +6,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 import pymupdf
 
+from . import math_glyphs
 from .text import normalize
 
 # Set here, not left to what else was imported. PyMuPDF 2 imports pymupdf4llm when it can, which turns MuPDF's
@@ -146,10 +148,14 @@ def _is_mono(span: dict[str, object]) -> bool:
     return bool(flags & pymupdf.TEXT_FONT_MONOSPACED) or bool(_MONO_FONT.search(str(span.get("font", ""))))
 
 
+_TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+
+
 def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
     """Horizontal text lines of a page, with PyMuPDF's lines on one baseline merged."""
     pieces: list[Line] = []
-    data = page.get_text("dict", flags=pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP)
+    data = page.get_text("dict", flags=_TEXT_FLAGS)
+    _name_math_glyphs(page, data)
     for block in data["blocks"]:
         if block.get("type") != 0:
             continue
@@ -158,15 +164,53 @@ def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
             if abs(dy) > 0.05 or dx < 0:  # rotated text: arXiv stamps, axis labels
                 continue
             spans = [
-                Span(s["text"], float(s["size"]), _is_bold(s), _is_italic(s), str(s.get("font", "")), _is_mono(s))
+                Span(text, float(s["size"]), _is_bold(s), _is_italic(s), str(s.get("font", "")), _is_mono(s))
                 for s in line["spans"]
-                if s["text"]
+                if (text := math_glyphs.printable(s["text"]))
             ]
             if not any(s.text.strip() for s in spans):
                 continue
             x0, y0, x1, y1 = line["bbox"]
             pieces.append(Line(number, x0, y0, x1, y1, spans))
     return _merge_baselines(pieces, page.rect.width)
+
+
+def _name_math_glyphs(page: pymupdf.Page, data: dict[str, Any]) -> None:
+    """Read the glyphs of TeX math fonts that PyMuPDF could not name (U+FFFD) off their character codes.
+
+    Only a page with such glyphs is read again, and only the region of the spans that hold them: the second
+    reading gives each unnamed glyph's code in place of U+FFFD, and math_glyphs knows what the code draws.
+    """
+    spans = [
+        s
+        for block in data["blocks"]
+        if block.get("type") == 0
+        for line in block["lines"]
+        for s in line["spans"]
+        if math_glyphs.needs_codes(str(s.get("font", "")), s["text"])
+    ]
+    if not spans:
+        return
+    clip = pymupdf.Rect()
+    for s in spans:
+        clip |= pymupdf.Rect(s["bbox"])
+    clip = pymupdf.Rect(clip.x0 - 1, clip.y0 - 1, clip.x1 + 1, clip.y1 + 1)  # whole glyphs, not cut at an edge
+    codes = page.get_text("dict", flags=_TEXT_FLAGS | pymupdf.TEXT_USE_CID_FOR_UNKNOWN_UNICODE, clip=clip)
+    by_origin = {
+        _span_key(s): s["text"]
+        for block in codes["blocks"]
+        if block.get("type") == 0
+        for line in block["lines"]
+        for s in line["spans"]
+    }
+    for s in spans:
+        font = str(s.get("font", ""))
+        s["text"] = math_glyphs.decode(font, s["text"], by_origin.get(_span_key(s), ""))
+
+
+def _span_key(span: dict[str, Any]) -> tuple[str, float, float]:
+    x, y = span["origin"]
+    return str(span.get("font", "")), round(x, 1), round(y, 1)
 
 
 def _merge_baselines(pieces: list[Line], width: float) -> list[Line]:
