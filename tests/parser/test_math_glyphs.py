@@ -74,3 +74,22 @@ def test_a_display_equation_keeps_its_big_delimiters() -> None:
     equation = text[text.index("triplet margin loss function") :]
     assert "\ufffd" not in equation
     assert all(ch in equation for ch in "{}()")
+
+
+def test_a_display_equation_reads_as_one_line_in_order() -> None:
+    if not SPECTER.is_file():
+        pytest.skip(f"{SPECTER} is absent (../shared sits beside the repository)")
+    chunks = chunk_paper(parse_pdf(SPECTER), local_token_counter())
+    text = next(c.text for c in chunks if "triplet margin loss function" in c.text)
+    # Its big delimiters stand on baselines of their own: read by baseline alone, the pieces came out jumbled.
+    equation = re.sub(r"\s+", "", text[text.index("triplet margin loss function") :])
+    assert "L=max{(d(P^Q,P^+)−d(P^Q,P^−)+m),0}(2)" in equation
+
+
+def test_superscripts_and_footnote_marks_are_marked_in_running_text() -> None:
+    if not SPECTER.is_file():
+        pytest.skip(f"{SPECTER} is absent (../shared sits beside the repository)")
+    text = " ".join(c.text for c in chunk_paper(parse_pdf(SPECTER), local_token_counter()))
+    assert "SPECTER,^2" in text  # a footnote mark stuck to a word
+    assert "∥v_A −v_B∥_2" in text  # subscripts in math
+    assert "SPECTER,2" not in text
