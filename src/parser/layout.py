@@ -357,7 +357,9 @@ def _stacked_within(a: Line, b: Line) -> bool:
     """True when the shorter line's top and bottom lie within the taller's (a quarter of its height spare)."""
     short, tall = (a, b) if a.height <= b.height else (b, a)
     spare = 0.25 * short.height
-    return short.y0 >= tall.y0 - spare and short.y1 <= tall.y1 + spare and short.height < 0.95 * tall.height
+    # Half as tall again: a big delimiter or a stacked fraction, not a byline whose affiliation marks (in a math
+    # font) rise a little above the names.
+    return short.y0 >= tall.y0 - spare and short.y1 <= tall.y1 + spare and 1.5 * short.height <= tall.height
 
 
 def _gutters(pieces: list[Line], width: float) -> list[float]:
