@@ -107,7 +107,9 @@ def paragraph_text(block: Block, vocab: Counter[str]) -> str:
 
 def paragraph_text_at(block: Block, vocab: Counter[str]) -> tuple[str, list[Box], list[int]]:
     """The block's text, a box per line, and where each line's text begins in it."""
-    text, starts = join_lines_at([ln.text for ln in block.lines], vocab)
+    # Running text marks its superscripts and subscripts; a caption or a table's lines read as printed.
+    lines = [ln.marked_text if block.kind == "body" else ln.text for ln in block.lines]
+    text, starts = join_lines_at(lines, vocab)
     return text, [line_box(ln) for ln in block.lines], starts
 
 

@@ -6,9 +6,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import Any
 
 import pymupdf
 
+from . import math_glyphs
 from .text import normalize
 
 # Set here, not left to what else was imported. PyMuPDF 2 imports pymupdf4llm when it can, which turns MuPDF's
@@ -40,6 +42,7 @@ class Span:
     italic: bool = False
     font: str = ""
     mono: bool = False
+    baseline: float | None = None  # y of the baseline the glyphs sit on (None for a space put between pieces)
 
 
 @dataclass
@@ -58,6 +61,45 @@ class Line:
     @property
     def text(self) -> str:
         return normalize("".join(s.text for s in self.spans))
+
+    @property
+    def marked_text(self) -> str:
+        """The text with small type raised or lowered off the line's baseline marked, for running text.
+
+        "10^10", "x_i", "P^Q". A footnote mark stuck to a word is marked the same way ("SPECTER,^2"), not
+        dropped: a search for the word still finds it (tokenizers split at "^"), the word no longer reads as
+        another ("benchmark.1", "results2"), and a quote keeps the pointer to the footnote it came with.
+        """
+        size = self.size
+        base = self._baseline(size)
+        if base is None:
+            return self.text
+        out = ""
+        prev = ""
+        for at, s in enumerate(self.spans):
+            mark = _script_mark(s, size, base, self._math_at(at))
+            visible = s.text.strip()
+            # Only a script stuck to what comes before it; raised letters after a figure are an ordinal ("21st").
+            stuck = out[-1:].strip() and mark != prev
+            if mark and visible and stuck and not (mark == "^" and out[-1].isdigit() and visible.isalpha()):
+                out += mark + visible
+            else:
+                out += s.text
+            prev = mark if visible else prev
+        return normalize(out)
+
+    def _baseline(self, size: float) -> float | None:
+        """The baseline most characters of the line's usual size sit on."""
+        weights: Counter[float] = Counter()
+        for s in self.spans:
+            if s.baseline is not None and abs(s.size - size) < 0.3:
+                weights[round(s.baseline, 1)] += len(s.text.strip())
+        return weights.most_common(1)[0][0] if weights else None
+
+    def _math_at(self, at: int) -> bool:
+        """True when span `at` or the one before it is set in a math font (a subscript marks math, not a formula
+        such as TiO2 set in a text font)."""
+        return any(_MATH_FONT.search(s.font.split("+", 1)[-1]) for s in self.spans[max(0, at - 1) : at + 1])
 
     @property
     def size(self) -> float:
@@ -133,6 +175,18 @@ class PageLines:
     drawings: bool = True
 
 
+def _script_mark(span: Span, size: float, base: float, math: bool) -> str:
+    """ "^" for small type raised off the baseline, "_" for small type lowered in math, else ""."""
+    if span.baseline is None or span.size > 0.85 * size:
+        return ""
+    rise = base - span.baseline
+    if rise > 0.2 * size:
+        return "^"
+    if rise < -0.1 * size and math:
+        return "_"
+    return ""
+
+
 def _is_bold(span: dict[str, object]) -> bool:
     flags = int(span.get("flags", 0))  # type: ignore[call-overload]
     return bool(flags & pymupdf.TEXT_FONT_BOLD) or bool(_BOLD_FONT.search(str(span.get("font", ""))))
@@ -148,10 +202,14 @@ def _is_mono(span: dict[str, object]) -> bool:
     return bool(flags & pymupdf.TEXT_FONT_MONOSPACED) or bool(_MONO_FONT.search(str(span.get("font", ""))))
 
 
+_TEXT_FLAGS = pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP
+
+
 def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
     """Horizontal text lines of a page, with PyMuPDF's lines on one baseline merged."""
     pieces: list[Line] = []
-    data = page.get_text("dict", flags=pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP)
+    data = page.get_text("dict", flags=_TEXT_FLAGS)
+    _name_math_glyphs(page, data)
     for block in data["blocks"]:
         if block.get("type") != 0:
             continue
@@ -160,9 +218,17 @@ def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
             if abs(dy) > 0.05 or dx < 0:  # rotated text: arXiv stamps, axis labels
                 continue
             spans = [
-                Span(s["text"], float(s["size"]), _is_bold(s), _is_italic(s), str(s.get("font", "")), _is_mono(s))
+                Span(
+                    text,
+                    float(s["size"]),
+                    _is_bold(s),
+                    _is_italic(s),
+                    str(s.get("font", "")),
+                    _is_mono(s),
+                    float(s["origin"][1]),
+                )
                 for s in line["spans"]
-                if s["text"]
+                if (text := math_glyphs.printable(s["text"]))
             ]
             if not any(s.text.strip() for s in spans):
                 continue
@@ -171,30 +237,131 @@ def raw_lines(page: pymupdf.Page, number: int) -> list[Line]:
     return _merge_baselines(pieces, page.rect.width)
 
 
+def _name_math_glyphs(page: pymupdf.Page, data: dict[str, Any]) -> None:
+    """Read the glyphs of TeX math fonts that PyMuPDF could not name (U+FFFD) off their character codes.
+
+    Only a page with such glyphs is read again, and only the region of the spans that hold them: the second
+    reading gives each unnamed glyph's code in place of U+FFFD, and math_glyphs knows what the code draws.
+    """
+    spans = [
+        s
+        for block in data["blocks"]
+        if block.get("type") == 0
+        for line in block["lines"]
+        for s in line["spans"]
+        if math_glyphs.needs_codes(str(s.get("font", "")), s["text"])
+    ]
+    if not spans:
+        return
+    clip = pymupdf.Rect()
+    for s in spans:
+        clip |= pymupdf.Rect(s["bbox"])
+    clip = pymupdf.Rect(clip.x0 - 1, clip.y0 - 1, clip.x1 + 1, clip.y1 + 1)  # whole glyphs, not cut at an edge
+    codes = page.get_text("dict", flags=_TEXT_FLAGS | pymupdf.TEXT_USE_CID_FOR_UNKNOWN_UNICODE, clip=clip)
+    by_origin = {
+        _span_key(s): s["text"]
+        for block in codes["blocks"]
+        if block.get("type") == 0
+        for line in block["lines"]
+        for s in line["spans"]
+    }
+    for s in spans:
+        font = str(s.get("font", ""))
+        s["text"] = math_glyphs.decode(font, s["text"], by_origin.get(_span_key(s), ""))
+
+
+def _span_key(span: dict[str, Any]) -> tuple[str, float, float]:
+    x, y = span["origin"]
+    return str(span.get("font", "")), round(x, 1), round(y, 1)
+
+
 def _merge_baselines(pieces: list[Line], width: float) -> list[Line]:
     gutters = [width / 2, *_gutters(pieces, width)]
+    pieces = _join_stacked_pieces(pieces, gutters)
     pieces.sort(key=lambda ln: (round((ln.y0 + ln.y1) / 2), ln.x0))
     merged: list[Line] = []
     for ln in pieces:
         prev = merged[-1] if merged else None
         if prev is not None:
             same_row = abs((prev.y0 + prev.y1) / 2 - (ln.y0 + ln.y1) / 2) < 0.5 * max(prev.height, ln.height, 1)
-            gap = ln.x0 - prev.x1
-            size = max(prev.size, ln.size, 1)
-            across_gutter = any(prev.x1 <= g <= ln.x0 for g in gutters) and gap > 0.4 * size
-            # Review line numbers sit right next to the text, in smaller type: keep them apart.
-            margin_number = any(
-                re.fullmatch(r"\d{1,4}", x.text) and x.size < 0.85 * y.size for x, y in ((prev, ln), (ln, prev))
-            )
-            if same_row and -1 <= gap < 1.5 * size and not across_gutter and not margin_number:
-                if gap > 0.15 * ln.size and not prev.spans[-1].text.endswith(" "):
-                    prev.spans.append(Span(" ", ln.size, ln.bold))
-                prev.spans.extend(ln.spans)
-                prev.x1 = max(prev.x1, ln.x1)
-                prev.y0, prev.y1 = min(prev.y0, ln.y0), max(prev.y1, ln.y1)
+            if same_row and _side_by_side_pieces(prev, ln, gutters):
+                _append_piece(prev, ln)
                 continue
         merged.append(ln)
     return merged
+
+
+def _side_by_side_pieces(left: Line, right: Line, gutters: list[float]) -> bool:
+    """True when `right` continues `left` across a word space or so, on the same side of every gutter."""
+    gap = right.x0 - left.x1
+    size = max(left.size, right.size, 1)
+    across_gutter = any(left.x1 <= g <= right.x0 for g in gutters) and gap > 0.4 * size
+    # Review line numbers sit right next to the text, in smaller type: keep them apart.
+    margin_number = any(
+        re.fullmatch(r"\d{1,4}", x.text) and x.size < 0.85 * y.size for x, y in ((left, right), (right, left))
+    )
+    return -1 <= gap < 1.5 * size and not across_gutter and not margin_number
+
+
+def _append_piece(line: Line, piece: Line) -> None:
+    if piece.x0 - line.x1 > 0.15 * piece.size and not line.spans[-1].text.endswith(" "):
+        line.spans.append(Span(" ", piece.size, piece.bold))
+    line.spans.extend(piece.spans)
+    line.x1 = max(line.x1, piece.x1)
+    line.y0, line.y1 = min(line.y0, piece.y0), max(line.y1, piece.y1)
+
+
+def _join_stacked_pieces(lines: list[Line], gutters: list[float]) -> list[Line]:
+    """Join the pieces of a display equation into one line, left to right.
+
+    A big delimiter, a sum sign or a fraction stands taller than the symbols beside it, and its box reaches
+    above and below theirs, so the pieces of one equation have middles too far apart to read as one row by
+    baseline, and came out as lines of their own, out of order. Two pieces side by side are one line when the
+    shorter lies within the height of the taller and one of them is set in a math font; the pieces of a prose
+    line share their middles and are left to the merge by baseline.
+    """
+    parent = list(range(len(lines)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    math = [i for i, ln in enumerate(lines) if any(_MATH_FONT.search(s.font.split("+", 1)[-1]) for s in ln.spans)]
+    # A piece of prose (words in a text font, a math symbol or two among them) is not a piece of a display.
+    prose = {i for i, ln in enumerate(lines) if ln.math_share < 0.5 and len(ln.text.split()) > 3}
+    for i in math:
+        for j in range(len(lines)):
+            a, b = sorted((lines[i], lines[j]), key=lambda ln: ln.x0)
+            if i == j or i in prose or j in prose:
+                continue
+            if _stacked_within(a, b) and _side_by_side_pieces(a, b, gutters):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[Line]] = {}
+    for i, ln in enumerate(lines):
+        groups.setdefault(root(i), []).append(ln)
+    out: list[Line] = []
+    for i, ln in enumerate(lines):
+        group = groups[root(i)]
+        if len(group) == 1:
+            out.append(ln)
+        elif ln is group[0]:
+            pieces = sorted(group, key=lambda p: p.x0)
+            first = pieces[0]
+            for piece in pieces[1:]:
+                _append_piece(first, piece)
+            out.append(first)
+    return out
+
+
+def _stacked_within(a: Line, b: Line) -> bool:
+    """True when the shorter line's top and bottom lie within the taller's (a quarter of its height spare)."""
+    short, tall = (a, b) if a.height <= b.height else (b, a)
+    spare = 0.25 * short.height
+    # Half as tall again: a big delimiter or a stacked fraction, not a byline whose affiliation marks (in a math
+    # font) rise a little above the names.
+    return short.y0 >= tall.y0 - spare and short.y1 <= tall.y1 + spare and 1.5 * short.height <= tall.height
 
 
 def _gutters(pieces: list[Line], width: float) -> list[float]:
