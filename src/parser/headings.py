@@ -493,9 +493,13 @@ class _Finder:
         # Set apart from the text above as the listed headings are (the tightest of them, give or take).
         gap = 0.8 * min((c.gap_above for c in accepted if c.accepted_by == "outline"), default=0.0)
         chosen = {c.i for c in accepted}
+        # A heading is printed once: a line repeating one the outline placed is a printed contents' entry.
+        placed = {_key(c.text) for c in accepted}
         out = list(accepted)
         for c in cands:
             if c.i in chosen or c.runin_spans or c.style not in listed or not c.strong or c.gap_above < gap:
+                continue
+            if _key(c.text) in placed:
                 continue
             if c.text.endswith((".", ":")) or not self._next_is_body(c):
                 continue
@@ -541,6 +545,11 @@ class _Finder:
                     c.level = min(level, 2)
                 style_level.setdefault(c.style, c.level)
             stack = [*stack[: c.level], c.style]
+
+
+def _key(text: str) -> str:
+    """A heading's letters and digits, lower-cased: how two printings of one heading are compared."""
+    return re.sub(r"[\W_]+", "", text.lower())
 
 
 def _named(num: Numbering) -> Cat | None:

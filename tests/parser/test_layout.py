@@ -93,3 +93,32 @@ def test_a_sidebar_and_two_columns_right_of_it(tmp_path: Path) -> None:
     assert "analysis of eight studies showed that eradication therapy improves anaemia." in text
     assert "Hospital" not in " ".join(p.text for p in paper.paragraphs if "m0." in p.text)
     assert text.index("m29.") < text.index("r0.")
+
+
+def test_a_row_reads_left_to_right_whatever_its_pieces_baselines() -> None:
+    """A section number set a little lower than its heading (whose µ rises above the line) still opens the row,
+    and a subscript set under the superscript before it ("ϵ∗_g") continues the row; names a word space apart
+    in a byline's grid stay apart."""
+    from paperscope.parser.layout import Line, Span, _merge_baselines
+
+    def piece(text: str, x0: float, x1: float, y0: float, y1: float, size: float = 10.0) -> Line:
+        return Line(1, x0, y0, x1, y1, [Span(text, size, True)])
+
+    heading = _merge_baselines(
+        [piece("3.6", 72.0, 84.7, 220.1, 229.1), piece("First moments of the increment", 94.4, 266.0, 218.0, 229.0)],
+        600.0,
+    )
+    assert [ln.text for ln in heading] == ["3.6 First moments of the increment"]
+    stacked = _merge_baselines(
+        [
+            Line(1, 108.0, 597.4, 203.0, 608.7, [Span("The scaling of ϵ", 10, True), Span("∗", 7, False)]),
+            Line(1, 198.9, 598.7, 328.0, 610.7, [Span("g", 7, False), Span(" with L", 10, True)]),
+        ],
+        600.0,
+    )
+    assert [ln.text for ln in stacked] == ["The scaling of ϵ∗g with L"]
+    byline = _merge_baselines(
+        [piece("Aditya Gupta", 251.4, 320.0, 107.7, 120.5, 12), piece("Jingfeng Yang", 163.0, 236.0, 109.7, 120.5, 12)],
+        600.0,
+    )
+    assert sorted(ln.text for ln in byline) == ["Aditya Gupta", "Jingfeng Yang"]

@@ -156,6 +156,19 @@ def test_a_publishers_side_box_stays_out_of_the_abstract(papers: dict[str, Paper
         assert line not in abstract, line
 
 
+def test_a_side_box_continued_on_the_next_page_stays_out_of_the_text(papers: dict[str, Paper]) -> None:
+    """The box's tail on page 2 (competing interests, in smaller type) is its own block, and the paragraph page 1
+    began reads on into page 2 without it."""
+    paragraphs = papers["plosone2018_wheat_metabolomics.pdf"].paragraphs
+    text = next(p.text for p in paragraphs if "decline by 6%" in p.text)
+    assert "increased temperatures on wheat yield and production have led to research" in text
+    assert "Competing interests" not in text and "IROA" not in text
+    box = [p.text for p in paragraphs if p.text.startswith("Competing interests:")]
+    assert box == [
+        "Competing interests: The authors have read the journal’s policy and have the following conflicts: Dr."
+    ]
+
+
 def test_degree_signs_read_as_printed(papers: dict[str, Paper]) -> None:
     # PLOS sets "0.08˚C" with a spacing ring before the C: a degree sign, not a ring over the C ("C̊").
     abstract = papers["plosone2018_wheat_metabolomics.pdf"].abstract
