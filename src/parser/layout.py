@@ -11,7 +11,7 @@ from typing import Any
 import pymupdf
 
 from . import math_glyphs
-from .text import normalize
+from .text import lowered, normalize, raised
 
 # Set here, not left to what else was imported. PyMuPDF 2 imports pymupdf4llm when it can, which turns MuPDF's
 # quad corrections off for the whole process and silences MuPDF's error messages; the parser's constants were set
@@ -64,11 +64,12 @@ class Line:
 
     @property
     def marked_text(self) -> str:
-        """The text with small type raised or lowered off the line's baseline marked, for running text.
-
-        "10^10", "x_i", "P^Q". A footnote mark stuck to a word is marked the same way ("SPECTER,^2"), not
-        dropped: a search for the word still finds it (tokenizers split at "^"), the word no longer reads as
-        another ("benchmark.1", "results2"), and a quote keeps the pointer to the footnote it came with.
+        """The text with small type raised or lowered off the line's baseline set as superscript or subscript
+        characters, for running text: "10¹⁰", "xᵢ", "P⁺". A footnote mark stuck to a word is raised the same way
+        ("SPECTER,²", "benchmark.¹"), not dropped: the word no longer reads as another and a quote keeps the
+        pointer to the footnote it came with. A character without such a form stays as printed ("Pᵠ" does not
+        exist: "PQ"). Unicode compatibility folding (NFKC) gives back the text layer's own reading ("1010",
+        "SPECTER,2"): a passage copied from the PDF still matches the chunk, word for word.
         """
         size = self.size
         base = self._baseline(size)
@@ -82,7 +83,7 @@ class Line:
             # Only a script stuck to what comes before it; raised letters after a figure are an ordinal ("21st").
             stuck = out[-1:].strip() and mark != prev
             if mark and visible and stuck and not (mark == "^" and out[-1].isdigit() and visible.isalpha()):
-                out += mark + visible
+                out += raised(visible) if mark == "^" else lowered(visible)
             else:
                 out += s.text
             prev = mark if visible else prev

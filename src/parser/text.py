@@ -45,6 +45,42 @@ _SPACING_ACCENT = re.compile(
 _DEGREE = re.compile(r"\u02da(?=\s?[CF](?![A-Za-z]))|(?<=\d)\u02da(?![A-Za-z])")
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)*")
 _SPACES = re.compile(r"\s+")
+
+
+# The characters Unicode has for raised and lowered type; each folds back to its plain one under NFKC (a raised
+# hyphen stays a hyphen: "⁻" folds to the minus sign).
+_RAISED = str.maketrans(
+    "0123456789+\u2212=()abcdefghijklmnoprstuvwxyzABDEGHIJKLMNOPRTUVW",
+    "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079\u207a\u207b\u207c\u207d\u207e"
+    "\u1d43\u1d47\u1d9c\u1d48\u1d49\u1da0\u1d4d\u02b0\u2071\u02b2\u1d4f\u02e1\u1d50\u207f\u1d52\u1d56\u02b3"
+    "\u02e2\u1d57\u1d58\u1d5b\u02b7\u02e3\u02b8\u1dbb"
+    "\u1d2c\u1d2e\u1d30\u1d31\u1d33\u1d34\u1d35\u1d36\u1d37\u1d38\u1d39\u1d3a\u1d3c\u1d3e\u1d3f\u1d40\u1d41"
+    "\u2c7d\u1d42",
+)
+_LOWERED = str.maketrans(
+    "0123456789+\u2212=()aehijklmnoprstuvx",
+    "\u2080\u2081\u2082\u2083\u2084\u2085\u2086\u2087\u2088\u2089\u208a\u208b\u208c\u208d\u208e"
+    "\u2090\u2091\u2095\u1d62\u2c7c\u2096\u2097\u2098\u2099\u2092\u209a\u1d63\u209b\u209c\u1d64\u1d65\u2093",
+)
+_PLAIN = {v: k for table in (_RAISED, _LOWERED) for k, v in table.items()}
+
+
+def raised(text: str) -> str:
+    """`text` in superscript characters where Unicode has them ("10" -> "¹⁰", "Q" stays "Q")."""
+    return text.translate(_RAISED)
+
+
+def lowered(text: str) -> str:
+    """`text` in subscript characters where Unicode has them ("i" -> "ᵢ", "B" stays "B")."""
+    return text.translate(_LOWERED)
+
+
+def unscripted(text: str) -> str:
+    """`text` with superscript and subscript characters read plain, as the PDF's text layer has them ("10¹⁰" ->
+    "1010", "SPECTER,²" -> "SPECTER,2"): what a search matches a pasted passage or a question against."""
+    return text.translate(_PLAIN)
+
+
 # C0 controls but tab, newline and carriage return (spaces, collapsed below), DEL and the C1 controls, U+FFFD.
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 

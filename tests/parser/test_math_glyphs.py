@@ -83,13 +83,17 @@ def test_a_display_equation_reads_as_one_line_in_order() -> None:
     text = next(c.text for c in chunks if "triplet margin loss function" in c.text)
     # Its big delimiters stand on baselines of their own: read by baseline alone, the pieces came out jumbled.
     equation = re.sub(r"\s+", "", text[text.index("triplet margin loss function") :])
-    assert "L=max{(d(P^Q,P^+)−d(P^Q,P^−)+m),0}(2)" in equation
+    assert "L=max{(d(PQ,P⁺)−d(PQ,P⁻)+m),0}(2)" in equation  # no superscript Q in Unicode
 
 
-def test_superscripts_and_footnote_marks_are_marked_in_running_text() -> None:
+def test_superscripts_and_footnote_marks_are_set_as_such_in_running_text() -> None:
     if not SPECTER.is_file():
         pytest.skip(f"{SPECTER} is absent (../shared sits beside the repository)")
-    text = " ".join(c.text for c in chunk_paper(parse_pdf(SPECTER), local_token_counter()))
-    assert "SPECTER,^2" in text  # a footnote mark stuck to a word
-    assert "∥v_A −v_B∥_2" in text  # subscripts in math
+    chunks = chunk_paper(parse_pdf(SPECTER), local_token_counter())
+    text = " ".join(c.text for c in chunks)
+    assert "SPECTER,²" in text  # a footnote mark stuck to a word
+    assert "∥vA −vB∥₂" in text  # subscripts in math (Unicode has no subscript capitals)
     assert "SPECTER,2" not in text
+    # What is searched reads them plain, as the PDF's text layer (and a passage pasted from it) has them.
+    searched = " ".join(c.index_text for c in chunks)
+    assert "SPECTER,2" in searched and "∥vA −vB∥2" in searched

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ...errors import ChunkingError, ConfigError
 from ...parser.models import Box, Paper, Paragraph, Section, SectionCategory
+from ...parser.text import unscripted
 from .. import registry as operator_registry
 from ..tokens import TokenCounter
 
@@ -332,8 +333,9 @@ class _Builder:
     def _index_text(self, header: str, text: str, pieces: list[_Piece]) -> str:
         """What is searched and embedded: the header, then the text. Rows of a table cut between chunks are
         searched with their table's caption (its label and what it measures: "Table 2: ... F1 on FUNSD"), as much
-        of it as the model's window leaves room for, so a question in the caption's words finds them."""
-        plain = f"{header}\n{text}"
+        of it as the model's window leaves room for, so a question in the caption's words finds them. Scripts read
+        plain there ("10¹⁰" as "1010"), as a question or a passage pasted from the PDF writes them."""
+        plain = f"{header}\n{unscripted(text)}"
         captions = _continued_captions(self.paper, pieces)
         spare = self.tokens.max_tokens - self.tokens.count(plain) - 1
         if not captions or spare < 4:
