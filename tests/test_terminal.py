@@ -135,10 +135,12 @@ def test_every_command_prints_hostile_text_literally_when_piped(
         return out
 
     out = run("ingest", str(folder), str(folder / "missing.pdf"), code=1)
-    assert "Dense [/i] Study \\x1b]0;pwned\\x07" in out and "[link=https://x.example]Hidden[/link]" in out
+    # The parser drops a document's control characters (what is left of an escape sequence is shown as text);
+    # markup and bidi overrides reach the terminal layer, which shows them literally.
+    assert "Dense [/i] Study ]0;pwned " in out and "[link=https://x.example]Hidden[/link]" in out
     assert "lib[i]/missing.pdf: no such file" in out
     listed = run("papers")
-    assert "Dense [/i] Study" in listed and "\\x1b[2J" in listed and "\\u202eevil" in listed
+    assert "Dense [/i] Study" in listed and "\\u202eevil" in listed and "\\x1b" not in listed
     doc_id = json.loads(run("papers", "--json"))[0]["doc_id"]
     answer = run("ask", "Does dense retrieval encode queries and passages as vectors?", "--no-agent")
     assert "[link=https://x.example]markup[/link]" in answer and "[1]" in answer
@@ -233,7 +235,8 @@ def test_every_command_on_a_real_terminal_writes_no_document_control_sequence(tm
     assert codes == ["1", "0", "0", "0", "1", "0", "1", "1"], text[-3000:]
     assert "\x1b[" in text  # it is a terminal: Rich writes its own colours...
     assert text.count("Dense [/i] Study") >= 4  # ...and the title, literally, in ingest, papers, ask and chat
-    assert "\\x1b]0;pwned\\x07" in text and "\\u202eevil" in text  # controls shown, not obeyed
+    assert "Study ]0;pwned " in text  # a document's control characters are dropped at parsing
+    assert "\\x1b]0;x\\x07" in text and "\\u202eevil" in text  # a gold file's controls shown, not obeyed
     assert "[link=https://x.example]" in text
     assert "lib[i]/missing.pdf: no such file" in text  # the path, literally, in the failed row
     assert "unknown section category '[/i]'" in text and "invalid doc_id '[/i]'" in text
