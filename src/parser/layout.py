@@ -57,10 +57,16 @@ class Line:
     spans: list[Span] = field(default_factory=list)
     column: int = 0  # 0 = left or only column, 1 = right, -1 = spans the page
     sidebar: bool = False  # in a block down the margin beside the text (affiliations, a publisher's box)
+    # The text and size, worked out once: headings and layout ask for them a million times over a paper set. A line
+    # changes only while pieces are appended to it (`_append_piece`), which clears them.
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
+    _size: float | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def text(self) -> str:
-        return normalize("".join(s.text for s in self.spans))
+        if self._text is None:
+            self._text = normalize("".join(s.text for s in self.spans))
+        return self._text
 
     @property
     def marked_text(self) -> str:
@@ -105,10 +111,12 @@ class Line:
     @property
     def size(self) -> float:
         """Font size of most of the characters."""
-        weights: Counter[float] = Counter()
-        for s in self.spans:
-            weights[round(s.size, 1)] += len(s.text.strip())
-        return weights.most_common(1)[0][0] if weights else 0.0
+        if self._size is None:
+            weights: Counter[float] = Counter()
+            for s in self.spans:
+                weights[round(s.size, 1)] += len(s.text.strip())
+            self._size = weights.most_common(1)[0][0] if weights else 0.0
+        return self._size
 
     @property
     def bold(self) -> bool:
@@ -324,6 +332,7 @@ def _append_piece(line: Line, piece: Line) -> None:
     if piece.x0 - line.x1 > 0.15 * piece.size and not line.spans[-1].text.endswith(" "):
         line.spans.append(Span(" ", piece.size, piece.bold))
     line.spans.extend(piece.spans)
+    line._text = line._size = None
     line.x1 = max(line.x1, piece.x1)
     line.y0, line.y1 = min(line.y0, piece.y0), max(line.y1, piece.y1)
 
