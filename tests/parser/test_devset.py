@@ -241,6 +241,12 @@ def test_headings_found_by_their_kind_without_outline(parsed: dict[str, dict[str
     assert "Specification in TIMP: Dependence of bandshape parameters on independent variable" in jss
     assert "Affiliation:" not in jss  # a label ending in a colon introduces what follows
     assert "6.2.2 Log-linear based automated scoring" in titles("naacl2013_narrative_retelling_assessment.pdf")
+    # A bold heading with math in it (set in TeX's upright math fonts), its number set a little lower than its µ.
+    sgd = titles("arxiv1906.08632_sgd_teacher_student.pdf")
+    assert "A.2 First moments of the increment mµ" in sgd
+    # Captions of a supplement's figures ("Figure S6: ...") are captions, even where the outline is trusted.
+    published = [s.title for s in parsed["published"]["arxiv1906.08632_sgd_teacher_student.pdf"].sections]
+    assert not [t for t in published + sgd if t.startswith("Figure S")]
 
 
 def test_labels_and_running_heads_are_not_headings(parsed: dict[str, dict[str, Paper]]) -> None:
