@@ -19,7 +19,7 @@ from .categories import known_heading
 from .layout import Line, PageLines, inside
 from .models import SectionCategory as Cat
 from .numbering import Numbering, parse_heading
-from .outline import OutlineMatch, match_outline
+from .outline import OutlineMatch, fold, match_outline
 
 _GAP = 0.5  # vertical space, in body sizes, that sets a block apart
 _OPERATORS = re.compile(r"[=+<>\u2212\u00d7\u00f7\u2264\u2265\u2211\u222b\u2192\u2208\u2248\u00b1^_|/\\]")
@@ -494,12 +494,12 @@ class _Finder:
         gap = 0.8 * min((c.gap_above for c in accepted if c.accepted_by == "outline"), default=0.0)
         chosen = {c.i for c in accepted}
         # A heading is printed once: a line repeating one the outline placed is a printed contents' entry.
-        placed = {_key(c.text) for c in accepted}
+        placed = {fold(c.text) for c in accepted}
         out = list(accepted)
         for c in cands:
             if c.i in chosen or c.runin_spans or c.style not in listed or not c.strong or c.gap_above < gap:
                 continue
-            if _key(c.text) in placed:
+            if fold(c.text) in placed:
                 continue
             if c.text.endswith((".", ":")) or not self._next_is_body(c):
                 continue
@@ -545,11 +545,6 @@ class _Finder:
                     c.level = min(level, 2)
                 style_level.setdefault(c.style, c.level)
             stack = [*stack[: c.level], c.style]
-
-
-def _key(text: str) -> str:
-    """A heading's letters and digits, lower-cased: how two printings of one heading are compared."""
-    return re.sub(r"[\W_]+", "", text.lower())
 
 
 def _named(num: Numbering) -> Cat | None:

@@ -44,6 +44,11 @@ class Span:
     mono: bool = False
     baseline: float | None = None  # y of the baseline the glyphs sit on (None for a space put between pieces)
 
+    @property
+    def math(self) -> bool:
+        """Set in a math font (its subset prefix aside: "ABCDEF+CMMI10")."""
+        return bool(_MATH_FONT.search(self.font.split("+", 1)[-1]))
+
 
 @dataclass
 class Line:
@@ -106,7 +111,7 @@ class Line:
     def _math_at(self, at: int) -> bool:
         """True when span `at` or the one before it is set in a math font (a subscript marks math, not a formula
         such as TiO2 set in a text font)."""
-        return any(_MATH_FONT.search(s.font.split("+", 1)[-1]) for s in self.spans[max(0, at - 1) : at + 1])
+        return any(s.math for s in self.spans[max(0, at - 1) : at + 1])
 
     @property
     def size(self) -> float:
@@ -123,7 +128,7 @@ class Line:
         """True when every visible character is bold, the math in it aside: TeX sets "the increment m_µ" of a bold
         heading in its (upright weight) math fonts unless the author asks for bold math."""
         visible = [s for s in self.spans if s.text.strip()]
-        words = [s for s in visible if not _MATH_FONT.search(s.font.split("+", 1)[-1])]
+        words = [s for s in visible if not s.math]
         return bool(words) and all(s.bold for s in words)
 
     @property
@@ -147,7 +152,7 @@ class Line:
     def math_share(self) -> float:
         """Share of the visible characters set in math fonts."""
         total = sum(len(s.text.strip()) for s in self.spans)
-        math = sum(len(s.text.strip()) for s in self.spans if _MATH_FONT.search(s.font.split("+", 1)[-1]))
+        math = sum(len(s.text.strip()) for s in self.spans if s.math)
         return math / total if total else 0.0
 
     @property
@@ -354,14 +359,14 @@ def _join_stacked_pieces(lines: list[Line], gutters: list[float]) -> list[Line]:
             i = parent[i]
         return i
 
-    math = [i for i, ln in enumerate(lines) if any(_MATH_FONT.search(s.font.split("+", 1)[-1]) for s in ln.spans)]
     # A piece of prose (words in a text font, a math symbol or two among them) is not a piece of a display.
     prose = {i for i, ln in enumerate(lines) if ln.math_share < 0.5 and len(ln.text.split()) > 3}
+    math = [i for i, ln in enumerate(lines) if i not in prose and any(s.math for s in ln.spans)]
     for i in math:
         for j in range(len(lines)):
-            a, b = sorted((lines[i], lines[j]), key=lambda ln: ln.x0)
-            if i == j or i in prose or j in prose:
+            if i == j or j in prose:
                 continue
+            a, b = sorted((lines[i], lines[j]), key=lambda ln: ln.x0)
             if _stacked_within(a, b) and _side_by_side_pieces(a, b, gutters):
                 parent[root(j)] = root(i)
     groups: dict[int, list[Line]] = {}

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from .text import UNPRINTABLE
+
 # OMX (cmex10). Each delimiter comes in several sizes (\big, \Big, \bigg, \Bigg) that all read as the one
 # character; the pieces that build a delimiter of any height (top, middle, bottom, extension) read as
 # Unicode's bracket pieces, which exist for exactly that. Extensions with no character of their own (the
@@ -118,10 +120,6 @@ _TABLES: list[tuple[re.Pattern[str], dict[int, str]]] = [
     (re.compile(r"^(cmr|cmbx|cmti|cmsl|cmss|cmtt|cmcsc|cmb\d|lmr|lmroman)", re.I), OT1),
     (re.compile(r"^msbm", re.I), MSBM),
 ]
-
-# What no chunk may hold: C0 controls but tab, newline and carriage return, DEL and the C1 controls,
-# and the replacement character a reader puts where it found no Unicode.
-UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 
 
 def table_for(font: str) -> dict[int, str] | None:

@@ -81,14 +81,15 @@ def unscripted(text: str) -> str:
     return text.translate(_PLAIN)
 
 
-# C0 controls but tab, newline and carriage return (spaces, collapsed below), DEL and the C1 controls, U+FFFD.
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
+# What no chunk may hold: C0 controls but tab, newline and carriage return (spaces, collapsed below), DEL and the
+# C1 controls, and U+FFFD, which a reader puts where it found no Unicode.
+UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 
 
 def normalize(text: str) -> str:
     """Replace ligatures and odd spaces, print degree signs as such, put LaTeX's spacing accents on their letters,
     collapse whitespace, drop control characters and U+FFFD (what a reader leaves for a glyph it cannot name)."""
-    text = _UNPRINTABLE.sub("", text.translate(_LIGATURES))
+    text = UNPRINTABLE.sub("", text.translate(_LIGATURES))
     if "\u02da" in text:
         text = _DEGREE.sub("\u00b0", text)
     if _SPACING_ACCENT.search(text):
