@@ -147,10 +147,10 @@ class QueryOptions(BaseModel):
     @classmethod
     def _operators(cls, value: str | list[str] | None, info: ValidationInfo) -> str | list[str] | None:
         """Each spec checked against the registry (a retriever built, which searches nothing)."""
-        from .rag.operator_settings import check_spec
+        from .rag.operator_settings import check_spec, specs
 
         kind = {"retriever": "retriever", "rerank": "reranker", "transform": "transform"}[str(info.field_name)]
-        for spec in value if isinstance(value, list) else [] if value is None else [value]:
+        for spec in specs(value):
             try:
                 check_spec(kind, spec)
             except ConfigError as exc:

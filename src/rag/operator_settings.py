@@ -58,12 +58,16 @@ def check_spec(kind: str, spec: str, retrieval: RetrievalSettings | None = None)
         registry.get(kind, spec)  # type: ignore[arg-type]  # a Kind: NAMED's values
 
 
+def specs(value: str | list[str] | None) -> list[str]:
+    """The specs a setting or an option holds: none, one, or a list of them."""
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
 def check_values(values: Mapping[str, Any], retrieval: RetrievalSettings | None = None) -> None:
     """The operator settings among dotted `values` ({"retrieval.retriever": "bm52", ...}) checked against the
     registry; an OperatorSettingError for the first that names no registered operator. Other values pass."""
     for setting, kind in NAMED.items():
-        value = values.get(setting)
-        for spec in value if isinstance(value, list) else [] if value is None else [value]:
+        for spec in specs(values.get(setting)):
             try:
                 check_spec(kind, f"ensemble:{spec}" if setting == "retrieval.ensemble" else spec, retrieval)
             except ConfigError as exc:
