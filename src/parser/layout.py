@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any
 
@@ -547,20 +547,26 @@ def order_page(lines: list[Line], number: int, width: float, height: float, body
     """Put a page's lines in reading order: column by column between full-width lines.
 
     A sidebar down the left margin (BMJ journals set affiliations and notes there on the first page) is
-    read as one block after the lines above it (title, authors), and the columns are those right of it.
+    read as one block after the lines above it (title, authors), and the columns are those right of it. A box
+    down the right margin (a publisher's notes, key points) is read after the text, and the columns are those
+    left of it.
     """
     sidebar, main = _left_sidebar(lines, width, height)
+    right = not sidebar
+    if right:
+        sidebar, main = _right_sidebar(lines, width, height)
     if not sidebar:
         return _order_columns(lines, number, width, height, body, width / 2)
-    mid = (min(ln.x0 for ln in main) + max(ln.x1 for ln in main)) / 2
-    page = _order_columns(main, number, width, height, body, mid)
+    left_edge, right_edge = min(ln.x0 for ln in main), max(ln.x1 for ln in main)
+    page = _order_columns(main, number, width, height, body, (left_edge + right_edge) / 2, right_edge - left_edge)
     top = min(ln.y0 for ln in sidebar)
     at = next((i for i, ln in enumerate(page.lines) if ln.column != -1 and ln.y0 >= top), len(page.lines))
     for ln in sidebar:
         ln.column, ln.sidebar = 0, True
     # On a later page the box's tail stands beside a paragraph the page before began: it is read after the page's
-    # text, so the paragraph reads on.
-    at = at if number == 1 else len(page.lines)
+    # text, so the paragraph reads on. A box down the right margin is read after the text beside it on every page
+    # (read where it starts, it would open the abstract).
+    at = at if number == 1 and not right else len(page.lines)
     page.lines[at:at] = sorted(sidebar, key=lambda ln: (ln.y0, ln.x0))
     return page
 
@@ -585,14 +591,29 @@ def _left_sidebar(lines: list[Line], width: float, height: float) -> tuple[list[
     if not (tall or (small and len(narrow) >= 3)):
         return [], lines
     edge = max(ln.x1 for ln in narrow)
-    # The block stands apart: the text right of it starts clear of its edge, and the text is mostly there.
+    # The block stands apart: the text right of it starts clear of its edge, and the text is mostly there (counted
+    # in characters: a box's short lines may outnumber a page's long ones).
     body = [ln for ln in rest if not _in_margin(ln, height)]
-    if len(body) < len(narrow) or any(ln.x0 < edge + 4 for ln in body):
+    if sum(len(ln.text) for ln in body) < sum(len(ln.text) for ln in narrow) or any(ln.x0 < edge + 4 for ln in body):
         return [], lines
     return narrow, rest
 
 
-def _order_columns(lines: list[Line], number: int, width: float, height: float, body: float, mid: float) -> PageLines:
+def _right_sidebar(lines: list[Line], width: float, height: float) -> tuple[list[Line], list[Line]]:
+    """A narrow block down the right margin, found as the left one is on the page seen in a mirror."""
+    mirrored = [replace(ln, x0=width - ln.x1, x1=width - ln.x0) for ln in lines]
+    box, _ = _left_sidebar(mirrored, width, height)
+    ids = {id(m) for m in box}
+    pairs = list(zip(lines, mirrored, strict=True))
+    return [ln for ln, m in pairs if id(m) in ids], [ln for ln, m in pairs if id(m) not in ids]
+
+
+def _order_columns(
+    lines: list[Line], number: int, width: float, height: float, body: float, mid: float, span: float | None = None
+) -> PageLines:
+    """Lines in reading order, as one column or two split at ``mid``; ``span`` is the width the text spans
+    (the page's, unless a sidebar takes part of it)."""
+    span = span or width
     slack = 0.02 * width
 
     def column_of(ln: Line) -> int:
@@ -602,8 +623,8 @@ def _order_columns(lines: list[Line], number: int, width: float, height: float, 
             return 1
         return -1
 
-    wide_left = sum(1 for ln in lines if column_of(ln) == 0 and ln.x1 - ln.x0 > 0.28 * width)
-    wide_right = sum(1 for ln in lines if column_of(ln) == 1 and ln.x1 - ln.x0 > 0.28 * width)
+    wide_left = sum(1 for ln in lines if column_of(ln) == 0 and ln.x1 - ln.x0 > 0.28 * span)
+    wide_right = sum(1 for ln in lines if column_of(ln) == 1 and ln.x1 - ln.x0 > 0.28 * span)
     # A short right column (the last page, a one-page paper) still makes two columns when nothing
     # but a few lines crosses the gutter.
     right = sum(1 for ln in lines if column_of(ln) == 1 and len(ln.text) > 10)

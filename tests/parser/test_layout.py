@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pymupdf
+import pytest
 
 from paperscope.parser import Paper, parse_pdf
 
@@ -93,6 +94,48 @@ def test_a_sidebar_and_two_columns_right_of_it(tmp_path: Path) -> None:
     assert "analysis of eight studies showed that eradication therapy improves anaemia." in text
     assert "Hospital" not in " ".join(p.text for p in paper.paragraphs if "m0." in p.text)
     assert text.index("m29.") < text.index("r0.")
+
+
+@pytest.mark.parametrize("columns", [1, 2])
+def test_a_box_down_the_right_margin_is_read_after_the_text_beside_it(tmp_path: Path, columns: int) -> None:
+    """A publisher's box of notes in small type down the right margin, beside one column of text or two that
+    split what is left of the page: the text reads through, and the box reads after it, not woven in."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((60, 70), "Helicobacter Eradication and Iron Deficiency", fontsize=16, fontname="hebo")
+    if columns == 2:
+        _column(page, 60, 150, [*_fill(30, "m"), "The pooled analysis of eight studies showed"], 8)
+        _column(page, 262, 150, ["that eradication therapy improves anaemia.", *_fill(30, "r")], 8)
+    else:
+        wide = [f"{FILLER} and ranks them by what the question asks m{i}." for i in range(30)]
+        _column(page, 60, 150, [*wide, "The pooled analysis of eight studies showed"], 9)
+        _column(page, 60, 150 + 31 * 10.8, ["that eradication therapy improves anaemia.", *_fill(5, "r")], 9)
+    _column(page, 470, 150, [f"Received {i} May; note {i}" for i in range(1, 30)], 7)
+    paper = _parse(doc, tmp_path)
+    text = _text(paper)
+    assert "analysis of eight studies showed that eradication therapy improves anaemia." in text
+    assert "Received" not in " ".join(p.text for p in paper.paragraphs if "m0." in p.text or "r0." in p.text)
+    assert text.index("m29.") < text.index("r0.") < text.index("Received 1 May")
+
+
+def test_a_box_down_the_right_margin_stays_out_of_the_abstract(tmp_path: Path) -> None:
+    """The box holds more lines than the short abstract and introduction beside it, but fewer characters: it is
+    still the box, and neither the abstract nor the authors take from it."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((60, 70), "Helicobacter Eradication and Iron Deficiency", fontsize=16, fontname="hebo")
+    page.insert_text((60, 100), "Jane Doe, John Smith", fontsize=10, fontname="helv")
+    page.insert_text((60, 135), "Abstract", fontsize=10, fontname="hebo")
+    wide = [f"{FILLER} and ranks them by what the question asks m{i}." for i in range(8)]
+    y = _column(page, 60, 150, wide, 9)
+    page.insert_text((60, y + 10), "1 Introduction", fontsize=10, fontname="hebo")
+    _column(page, 60, y + 30, wide, 9)
+    _column(page, 470, 150, [f"Received {i} May; accepted {i} June" for i in range(1, 30)], 7)
+    paper = _parse(doc, tmp_path)
+    assert paper.abstract.startswith(f"{FILLER} and ranks them by what the question asks m0. {FILLER}")
+    assert "Received" not in paper.abstract
+    assert paper.authors == ["Jane Doe", "John Smith"]
+    assert "Received 29 May" in _text(paper)
 
 
 def test_a_row_reads_left_to_right_whatever_its_pieces_baselines() -> None:
