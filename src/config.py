@@ -360,6 +360,27 @@ class ServiceSettings(_Part):
         return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
+class SourcesSettings(_Part):
+    arxiv_url: str = Field(
+        "https://arxiv.org", description="Base URL PDFs of arXiv ids are fetched from (<arxiv_url>/pdf/<id>)."
+    )
+    arxiv_api_url: str = Field(
+        "https://export.arxiv.org/api/query",
+        description="arXiv's Atom API, asked for an id's title, authors and date (?id_list=<id>).",
+    )
+    doi_resolver: str = Field(
+        "https://doi.org", description="DOI resolver: <doi_resolver>/<doi> leads to the publisher's landing page."
+    )
+    zotero_dir: Path | None = Field(
+        None, description="Zotero data directory for `ingest --zotero` without a path; unset = ~/Zotero."
+    )
+    downloads: Path | None = Field(
+        None, description="Where downloaded PDFs are kept (<sha256>.pdf); unset = $PAPERSCOPE_HOME/downloads."
+    )
+    timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds one download may take, all redirects included.")
+    max_download_mb: float = Field(100.0, gt=0, le=4096, description="Largest PDF downloaded, in MB; a larger is refused.")
+
+
 class Settings(BaseSettings):
     """Everything paperscope can be told, in one place."""
 
@@ -381,6 +402,9 @@ class Settings(BaseSettings):
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="The HTTP server (paperscope serve).")
     enrichment: EnrichmentSettings = Field(
         default_factory=EnrichmentSettings, description="Index-time enrichment with the chat model (optional)."
+    )
+    sources: SourcesSettings = Field(
+        default_factory=SourcesSettings, description="Libraries and downloads: Zotero, arXiv, DOIs, URLs."
     )
 
     def with_overrides(self, **parts: dict[str, Any]) -> Settings:

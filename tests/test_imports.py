@@ -1,4 +1,4 @@
-"""The architecture as the imports draw it: parser <- rag <- answer <- agent <- surfaces, one way, no cycles.
+"""The architecture as the imports draw it: parser <- sources <- rag <- answer <- agent <- surfaces, one way, no cycles.
 
 Every import counts, at the top of a module, inside a function or under `TYPE_CHECKING`: a deferred import is
 still a dependency, only a later one.
@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: What every stage may use: errors, settings, logging, cancellation, the worker sandbox, prompts, the chat model.
 BASE = {"", "errors", "backend_logs", "cancellation", "isolation", "config", "settings_layers", "prompts", "llm"}
 #: The stages in import order: each may import the base and the stages before it, never one after it.
-STAGES = ["parser", "rag", "answer", "agent"]
+STAGES = ["parser", "sources", "rag", "answer", "agent"]
 #: The drivers: every way in (Python's operations, the CLI, chat, the service, the page, replays, doctor).
 SURFACES = {"operations", "chat", "eval", "doctor", "service", "web", "cli", "terminal"}
 
