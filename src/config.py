@@ -378,7 +378,9 @@ class SourcesSettings(_Part):
         None, description="Where downloaded PDFs are kept (<sha256>.pdf); unset = $PAPERSCOPE_HOME/downloads."
     )
     timeout_s: float = Field(30.0, gt=0, le=600, description="Seconds one download may take, all redirects included.")
-    max_download_mb: float = Field(100.0, gt=0, le=4096, description="Largest PDF downloaded, in MB; a larger is refused.")
+    max_download_mb: float = Field(
+        100.0, gt=0, le=4096, description="Largest PDF downloaded, in MB; a larger is refused."
+    )
 
 
 class Settings(BaseSettings):
