@@ -29,6 +29,10 @@ class ChunkingError(PaperscopeError):
     """A paper could not be cut into chunks."""
 
 
+class SourceError(PaperscopeError):
+    """A library or a download could not be read: a Zotero data directory, a .bib file, an arXiv id, a DOI, a URL."""
+
+
 class RerankError(PaperscopeError):
     """A reranker could not score passages: its endpoint failed or replied with something unusable."""
 
