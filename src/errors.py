@@ -63,3 +63,7 @@ class LLMError(PaperscopeError):
     def endpoint_down(self) -> bool:
         """True when later calls would fail the same way (not for a request the endpoint merely refused)."""
         return self.kind != "rejected"
+
+
+class UnknownPaper(ConfigError):
+    """A doc_id (or prefix), or a paper's name, that names no paper of the knowledge base, or several."""

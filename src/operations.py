@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from .config import KB_PATTERN
-from .errors import ConfigError
+from .errors import ConfigError, UnknownPaper
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
 
 MIN_PREFIX = 4  # doc_id characters a prefix needs, like a short git hash
 MAX_QUERY_CHARS = 4000
-
-
-class UnknownPaper(ConfigError):
-    """A doc_id (or prefix) that names no paper of the knowledge base, or several."""
 
 
 def check_doc_id(given: str, option: str = "") -> str:
@@ -77,6 +73,34 @@ def resolve_papers(store: PaperStore, given: Sequence[str], kb: str, option: str
     return out
 
 
+def in_collection(collections: Sequence[str], name: str) -> bool:
+    """True when an item filed in `collections` (paths "Thesis/Chapter 2") is in collection `name` or one below it."""
+    want = name.strip().strip("/").casefold()
+    return any(c.casefold() == want or c.casefold().startswith(want + "/") for c in collections)
+
+
+def scope_doc_ids(
+    store: PaperStore, request: QueryOptions, kb: str, options: tuple[str, str] = ("--paper", "--collection")
+) -> list[str] | None:
+    """The papers a request keeps to: those it names (`paper`), within its collection (`collection`, with the
+    collections below it); None when it names neither. A collection that holds no ready paper is an UnknownPaper
+    naming the collections there are. `options`: what the paper and collection options are called where they were
+    given, to start messages with."""
+    doc_ids = resolve_papers(store, request.paper, kb, options[0]) if request.paper else None
+    if not request.collection:
+        return doc_ids
+    papers = [p for p in store.catalogue().ready if in_collection(p.meta.collections, request.collection)]
+    held = [p.doc_id for p in papers if doc_ids is None or p.doc_id in doc_ids]
+    if not held:
+        known = sorted({c for p in store.catalogue().ready for c in p.meta.collections})
+        listed = f"collections: {', '.join(known)}" if known else "no paper is filed in a collection"
+        within = " among the papers named" if papers else ""
+        raise UnknownPaper(
+            f"--collection {request.collection!r} holds no paper{within} in knowledge base {kb!r} ({listed})"
+        )
+    return held
+
+
 def validation_message(errors: Sequence[Any]) -> str:
     """Pydantic's errors as one line naming each field at fault: `k: Input should be less than or equal to 50`."""
     parts: list[str] = []
@@ -113,6 +137,12 @@ class QueryOptions(BaseModel):
     )
     section: list[str] | None = Field(
         None, max_length=10, description="Only these section categories, e.g. METHOD, EVALUATION."
+    )
+    collection: str | None = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        description='Only the papers filed in this library collection and those below it ("Thesis/Chapter 2").',
     )
     retriever: str | None = Field(
         None,
@@ -159,8 +189,9 @@ class QueryOptions(BaseModel):
 
     @property
     def scoped(self) -> bool:
-        """True when the request fixes papers, sections or k: hard limits only the single-shot path keeps."""
-        return bool(self.paper or self.section or self.k)
+        """True when the request fixes papers, a collection, sections or k: hard limits only the single-shot path
+        keeps."""
+        return bool(self.paper or self.collection or self.section or self.k)
 
 
 def _question(value: str) -> str:
@@ -233,7 +264,7 @@ def retrieve(
     from .rag.engine import Engine
     from .rag.filters import SearchFilter
 
-    doc_ids = resolve_papers(store, request.paper, settings.store.kb) if request.paper else None
+    doc_ids = scope_doc_ids(store, request, settings.store.kb)
     chat_model = make_chat_model(settings.llm, cancel) if needs_model(settings) else None
     if needs_model(settings) and chat_model is None:
         wants = "--rerank llm needs" if settings.retrieval.rerank == "llm" else "query transforms need"
@@ -279,10 +310,13 @@ class Asking:
         cancel: Cancellation | None = None,
         on_step: Callable[[TraceStep], None] | None = None,
         on_progress: Progress | None = None,
+        collection: str | None = None,
     ) -> None:
-        """`chat_model`: the configured one (`llm`) unless given; `cancel` stops its calls once set."""
+        """`chat_model`: the configured one (`llm`) unless given; `cancel` stops its calls once set; `collection`:
+        every question `run` answers keeps to that library collection (single-shot, as every fixed scope)."""
         from .llm.client import make_chat_model
 
+        self.collection = collection
         self.store = store
         self.settings = settings
         self.chat_model = chat_model if chat_model is not None else make_chat_model(settings.llm, cancel)
@@ -304,7 +338,8 @@ class Asking:
     ) -> Answer:
         """Answer `query` with nothing fixed but the settings (the chat loop's and eval's questions)."""
         # Not validated as a request body: the searcher checks the question itself, as it does for Python callers.
-        return self.ask(AskRequest.model_construct(query=query), history=history, on_token=on_token)
+        request = AskRequest.model_construct(query=query, collection=self.collection)
+        return self.ask(request, history=history, on_token=on_token)
 
     def ask(
         self,
@@ -328,7 +363,7 @@ class Asking:
             from .agent.pipeline import Searcher
 
             self._single = Searcher(self.store, self.settings, self.chat_model)
-        doc_ids = resolve_papers(self.store, request.paper, self.settings.store.kb) if request.paper else None
+        doc_ids = scope_doc_ids(self.store, request, self.settings.store.kb)
         return self._single.answer(
             request.query,
             doc_ids=doc_ids,
@@ -366,6 +401,14 @@ def paper_rows(records: Iterable[PaperRecord], damaged: Mapping[str, int]) -> li
                 "status": "damaged" if r.doc_id in damaged else r.status,
                 "source": r.source,
                 "authors": r.authors,
+                # What its library (Zotero, a .bib file, arXiv, a DOI) and the PDF say of it.
+                "venue": r.meta.venue,
+                "doi": r.meta.doi,
+                "arxiv_id": r.meta.arxiv_id,
+                "citation_key": r.meta.citation_key,
+                "collections": r.meta.collections,
+                "tags": r.meta.tags,
+                "library": r.meta.origin,
                 # What people call it (short title, names it introduces, authors, ids): what paper location matches.
                 "aliases": [a.text for a in r.aliases if a.kind not in ("title", "year", "body", "mention")],
                 # What the chat model added to its index at ingest (`ingest --enrich`), in the order they ran.

@@ -96,7 +96,7 @@ def test_structure_none_found_is_said(tmp_path: Path, monkeypatch: pytest.Monkey
 
 PAPER_KEYS = {
     "doc_id", "title", "year", "pages", "n_chunks", "planned_chunks", "status", "source", "authors", "aliases",
-    "enrichments",
+    "enrichments", "venue", "doi", "arxiv_id", "citation_key", "collections", "tags", "library",
 }  # fmt: skip
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..answer import grounding
+from ..answer.bibliography import cited_works
 from ..answer.citations import CitationStream, Grounded, Resolver, ground, grounding_notes
 from ..answer.claims import Claim, Reading, placed, renumbered
 from ..answer.extractive import HEADER, HEADER_WITHOUT_MODEL, extracted
@@ -350,7 +351,12 @@ class AnswerWriter:
         **fields: Any,
     ) -> Answer:
         timings["total"] = time.perf_counter() - started
-        return Answer(query=query, answer=text, timings=timings, claims=placed(claims, text), **fields)
+        works = cited_works(
+            text, fields["track"], fields.get("sources", ()), claims, self.engine.store.catalogue().by_id
+        )
+        return Answer(
+            query=query, answer=text, timings=timings, claims=placed(claims, text), bibliography=works, **fields
+        )
 
 
 _CATEGORY_NAMES = {"ABSTRACT", "INTRODUCTION", "METHOD", "EVALUATION", "CONCLUSION", "RELATED_WORK", "OTHER"}

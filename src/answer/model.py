@@ -119,6 +119,21 @@ class Reflection(BaseModel):
     stopped: str = Field("", description="Why the loop ended: the score was reached, max_rounds, or a failure.")
 
 
+class CitedWork(BaseModel):
+    """A paper an answer cites, as a bibliography lists it (from the catalogue: the library's metadata first)."""
+
+    n: int = Field(description="Its number in the answer's reference list, in the order the answer first cites it.")
+    doc_id: str
+    title: str
+    authors: list[str] = Field(default_factory=list, description="In order.")
+    year: int | None = None
+    venue: str = ""
+    doi: str | None = None
+    arxiv_id: str | None = None
+    citation_key: str = Field("", description="The library's citation key, where known.")
+    sources: list[int] = Field(default_factory=list, description="The answer's source numbers [n] from this paper.")
+
+
 class Answer(BaseModel):
     """An answer with its sources, the path it took, and how long it took."""
 
@@ -162,6 +177,10 @@ class Answer(BaseModel):
         None, description="The check of the model's figures against the evidence read (None for extracted answers)."
     )
     reflection: Reflection | None = Field(None, description="The reflection loop's rounds, when it ran.")
+    bibliography: list[CitedWork] = Field(
+        default_factory=list,
+        description="The papers the answer cites, numbered in the order it first cites them (none for Track NONE).",
+    )
 
     @property
     def track_label(self) -> str:

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ..rag.enrich import Enricher
     from ..rag.ingest import FileResult, IngestReport
     from ..rag.ingest import Status as FileStatus
+    from ..rag.library import Gathered
 
 
 @app.command(cls=OperatorHelp)
@@ -158,7 +159,14 @@ def _readable(file: Path) -> None:
 @app.command(cls=OperatorHelp)
 def ingest(
     # readable=False: an unreadable file fails alone in the report instead of stopping the batch (click's check).
-    paths: Annotated[list[Path], typer.Argument(help="Files and folders (PDF, Markdown, text).", readable=False)],
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Files and folders (PDF, Markdown, text), .bib files, arXiv ids (arXiv:2501.10120), DOIs "
+            "(doi:10.1145/...) and URLs; with --zotero, the Zotero data directory (default ~/Zotero).",
+            show_default=False,
+        ),
+    ] = None,
     kb: KbOption = None,
     strategy: Annotated[str | None, typer.Option(help="Chunking strategy: {chunkers} (default from settings).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest files that are already stored.")] = False,
@@ -175,24 +183,39 @@ def ingest(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what enrichment would cost (model calls, tokens) and stop.")
     ] = False,
+    zotero: Annotated[
+        bool,
+        typer.Option(
+            "--zotero",
+            help="Ingest a Zotero library (read-only, safe while Zotero runs) with its metadata; run again to sync: "
+            "new and changed items in, trashed and deleted ones out.",
+        ),
+    ] = False,
 ) -> None:
     """Parse, chunk, embed and store papers; files already stored are skipped.
 
-    With --server the files are uploaded to that `paperscope serve`, which ingests them one at a time.
+    A library's metadata (Zotero, a .bib file, arXiv, a DOI's landing page) wins over what the PDF says. With
+    --server the files are uploaded to that `paperscope serve`, which ingests them one at a time.
     """
     from ..rag.check import last_failed
     from ..rag.chunking import chunker
     from ..rag.ingest import IngestInterrupted, discover
     from ..rag.ingest import ingest as run_ingest
+    from ..rag.library import gather
 
+    specs = list(paths or [])
+    if not specs and not zotero:
+        raise fail(ConfigError("name files, folders, .bib files, arXiv ids, DOIs or URLs to ingest, or --zotero"))
     if server:
+        if zotero:
+            raise fail(ConfigError("--zotero cannot go through --server: ingest the library on the server's machine"))
         if force or dry_run:
             flag = "--force" if force else "--dry-run"
             raise fail(ConfigError(f"{flag} cannot go through --server: the server ingests new bytes only"))
         from .remote_ingest import ingest_remote
 
         with remote_client(server) as remote:
-            uploaded = ingest_remote(remote, paths, kb, strategy, enrich, quiet=as_json)
+            uploaded = ingest_remote(remote, [Path(p) for p in specs], kb, strategy, enrich, quiet=as_json)
         if as_json:
             write_json(uploaded.model_dump_json(indent=2))
         else:
@@ -233,12 +256,18 @@ def ingest(
         bars.update(current, description=label, completed=done, total=total or None, visible=True)
 
     try:
+        sources = gather(specs, settings, zotero=zotero)
+        files = sources.paths + [i.pdf for i in sources.items if i.pdf is not None]
         if enricher is None:
             with bars:
-                bars.update(overall, total=len(discover(paths).files))
-                report: IngestReport = run_ingest(paths, settings, force=force, progress=on_progress)
+                bars.update(overall, total=len(discover(files).files))
+                report: IngestReport = run_ingest(
+                    sources.paths, settings, force=force, progress=on_progress, items=sources.items, sync=sources.sync
+                )
         else:
-            report = _enriched_ingest(paths, settings, enricher, force, dry_run, as_json, bars, overall, on_progress)
+            report = _enriched_ingest(sources, settings, enricher, force, dry_run, as_json, bars, overall, on_progress)
+        report.files[:0] = sources.failed
+        report.notes[:0] = sources.notes
     except PaperscopeError as exc:
         raise fail(exc) from None
     except IngestInterrupted as stop:
@@ -270,7 +299,7 @@ def _enricher(settings: Settings) -> Enricher | None:
 
 
 def _enriched_ingest(
-    paths: list[Path],
+    sources: Gathered,
     settings: Settings,
     enricher: Enricher,
     force: bool,
@@ -282,6 +311,7 @@ def _enriched_ingest(
 ) -> IngestReport:
     """Ingest with enrichment: the cost (model calls, tokens) printed before any call, then the ingest unless
     `dry_run`; the store is opened once for both."""
+    paths = sources.paths + [i.pdf for i in sources.items if i.pdf is not None]
     from ..rag.embeddings import embedder_for
     from ..rag.ingest import IngestReport, discover, plan_enrichment
     from ..rag.ingest import ingest as run_ingest
@@ -312,7 +342,17 @@ def _enriched_ingest(
         _say_cost(plan.cost.line(enricher.strategies))
         with bars:
             bars.update(overall, total=len(discover(paths).files))
-            return run_ingest(paths, settings, opened, force=force, progress=on_progress, enricher=enricher, plan=plan)
+            return run_ingest(
+                sources.paths,
+                settings,
+                opened,
+                force=force,
+                progress=on_progress,
+                enricher=enricher,
+                plan=plan,
+                items=sources.items,
+                sync=sources.sync,
+            )
 
 
 def _say_cost(line: str) -> None:
@@ -352,8 +392,11 @@ def _print_ingest(report: IngestReport, kb: str) -> None:
             "(name a file explicitly to ingest it)[/dim]",
             soft_wrap=True,
         )
-    shown: tuple[FileStatus, ...] = ("ingested", "replaced", "repaired", "unchanged", "failed")
-    counts = ", ".join(f"{report.count(s)} {s}" for s in shown if s != "repaired" or report.count(s))
+    for note in report.notes:
+        console.print(f"[dim]{markup(terminal.one_line(note))}[/dim]", soft_wrap=True)
+    shown: tuple[FileStatus, ...] = ("ingested", "replaced", "repaired", "updated", "removed", "unchanged", "failed")
+    occasional = ("repaired", "updated", "removed")
+    counts = ", ".join(f"{report.count(s)} {s}" for s in shown if s not in occasional or report.count(s))
     embed_share = f", {report.embed_seconds / report.seconds:.0%} embedding" if report.seconds else ""
     totals = f"{report.pages} pages · {report.chunks} chunks · {report.seconds:.1f} s{embed_share}"
     console.print(f"{counts} · {totals}", soft_wrap=True)
@@ -366,7 +409,15 @@ def _ingest_table(report: IngestReport, kb: str) -> Table:
     """file, status, pages, chunks, seconds, title; long file names and titles wrap."""
     from rich.table import Table
 
-    colours = {"ingested": "green", "replaced": "yellow", "repaired": "yellow", "unchanged": "dim", "failed": "red"}
+    colours = {
+        "ingested": "green",
+        "replaced": "yellow",
+        "repaired": "yellow",
+        "updated": "cyan",
+        "removed": "yellow",
+        "unchanged": "dim",
+        "failed": "red",
+    }
     table = Table(title=f"ingest into {markup(repr(kb))}", show_lines=False)
     table.add_column("file", overflow="fold", min_width=12)
     table.add_column("status", no_wrap=True, min_width=9)

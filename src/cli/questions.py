@@ -48,6 +48,10 @@ def ask(
     section: Annotated[
         list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
     ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", help="Only the papers filed in this library collection (and those below it)."),
+    ] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Evidence passages to draw on.")] = None,
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
@@ -58,19 +62,29 @@ def ask(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Answer object as JSON.")] = False,
     server: ServerOption = None,
+    output: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="text (the answer and its sources), markdown (the answer citing papers, with a reference list) or "
+            "bibtex (the entries of the papers it cites).",
+        ),
+    ] = "text",
 ) -> None:
     """Answer a question from the papers, with numbered sources.
 
-    With an LLM configured the agent searches step by step; --no-agent, --paper, --section or --k run the
-    single-shot path (explicit scopes are hard filters the agent could not be held to).
+    With an LLM configured the agent searches step by step; --no-agent, --paper, --collection, --section or --k run
+    the single-shot path (explicit scopes are hard filters the agent could not be held to).
     """
     from ..operations import AskRequest, settings_request
     from ..operations import answer as run_answer
 
+    if output not in ("text", "markdown", "bibtex"):
+        raise fail(ConfigError(f"--format {output!r}: expected text, markdown or bibtex"))
     # Through a server, the server checks the options (and nothing slow to import is loaded here).
     check_scope(question, paper if not server else None, section if not server else None)
     options = {
-        "kb": kb, "paper": paper, "section": section, "k": k, "no_agent": no_agent,
+        "kb": kb, "paper": paper, "section": section, "collection": collection, "k": k, "no_agent": no_agent,
         "transform": transform_names(transform), "reflect": reflect or None,
     }  # fmt: skip
     if server:
@@ -92,6 +106,11 @@ def ask(
     if as_json:
         write_json(answer.model_dump_json(indent=2))
         return
+    if output != "text":
+        from ..answer.bibliography import as_bibtex, as_markdown
+
+        write_json((as_markdown if output == "markdown" else as_bibtex)(answer))
+        return
     _print_answer(answer)
 
 
@@ -104,6 +123,10 @@ def retrieve(
     ] = None,
     section: Annotated[
         list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
+    ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", help="Only the papers filed in this library collection (and those below it)."),
     ] = None,
     retriever: Annotated[str | None, typer.Option("--retriever", help="Retriever spec: {retrievers}.")] = None,
     rerank: Annotated[str | None, typer.Option("--rerank", help="Reranker spec: {rerankers}.")] = None,
@@ -122,7 +145,8 @@ def retrieve(
 
     check_scope(question, paper if not server else None, section if not server else None)
     options = {
-        "kb": kb, "paper": paper, "section": section, "retriever": retriever, "rerank": rerank, "k": k,
+        "kb": kb, "paper": paper, "section": section, "collection": collection, "retriever": retriever,
+        "rerank": rerank, "k": k,
         "transform": transform_names(transform),
     }  # fmt: skip
     if server:
@@ -178,14 +202,20 @@ def chat(
     reflect: Annotated[
         bool, typer.Option("--reflect", help="Score each answer with the model and retry below reflection.min_score.")
     ] = False,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", help="Only the papers filed in this library collection (and those below it)."),
+    ] = None,
 ) -> None:
-    """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers."""
+    """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers.
+
+    --collection keeps every answer to the papers of one library collection (answered single-shot)."""
     from ..chat import chat_loop
 
     if server:
         from .remote import RemoteRunner
 
-        options = {"transform": transform_names(transform), "reflect": reflect or None}
+        options = {"transform": transform_names(transform), "reflect": reflect or None, "collection": collection}
         with remote_client(server) as remote:
             try:
                 chat_loop(RemoteRunner(remote, kb, no_agent, options), console, mode=f"via {server}")
@@ -204,7 +234,7 @@ def chat(
     try:
         with open_kb(settings, warn=True) as store:
             say_mode(settings)
-            asking = Asking(store, settings)
+            asking = Asking(store, settings, collection=collection)
             chat_loop(asking, console, mode=asking.mode)
     except PaperscopeError as exc:
         raise fail(exc) from None

@@ -109,6 +109,12 @@ class Remote:
         rows: list[dict[str, Any]] = self.call("GET", "/v1/documents", params=_params(kb=kb))
         return rows
 
+    def citing(self, kind: str, paper: str, kb: str | None) -> dict[str, Any]:
+        """A paper's references (`kind` "references") or the papers citing it ("cited_by")."""
+        route = "/v1/references" if kind == "references" else "/v1/cited-by"
+        found: dict[str, Any] = self.call("GET", route, params=_params(kb=kb, paper=paper))
+        return found
+
     def retrieve(self, body: dict[str, Any]) -> dict[str, Any]:
         found: dict[str, Any] = self.call("POST", "/v1/retrieve", json=_body(body))
         return found

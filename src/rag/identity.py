@@ -72,10 +72,12 @@ def surnames(author: str) -> list[str]:
     return [w.capitalize() if w.isupper() else w for w in out]
 
 
-def paper_identity(paper: Paper) -> Identity:
-    """The aliases of a parsed paper."""
+def paper_identity(paper: Paper, citation_key: str = "") -> Identity:
+    """The aliases of a parsed paper (and the citation key its library files it under)."""
     body = Counter(n for p in paper.paragraphs for n in _NAME.findall(p.text) if n.upper() not in _NOT_NAMES)
-    return identity_of(paper.title, paper.abstract, paper.authors, paper.year, paper.arxiv_id, paper.doi, body)
+    return identity_of(
+        paper.title, paper.abstract, paper.authors, paper.year, paper.arxiv_id, paper.doi, body, citation_key
+    )
 
 
 def identity_of(
@@ -86,6 +88,7 @@ def identity_of(
     arxiv_id: str | None = None,
     doi: str | None = None,
     body_names: Counter[str] | None = None,
+    citation_key: str = "",
 ) -> Identity:
     """The aliases of a paper from its title, abstract, authors and ids (and the names its text uses most)."""
     ident = Identity()
@@ -131,6 +134,8 @@ def identity_of(
         ident.add(f"arXiv:{arxiv_id}", "id", 1.0)
     if doi:
         ident.add(doi, "id", 1.0)
+    if citation_key:
+        ident.add(citation_key, "id", 1.0)  # "vaswani2017attention", as a LaTeX writer names it
     if year:
         ident.add(str(year), "year", 0.0)
     return ident

@@ -15,7 +15,13 @@ decides from the catalogue:
   failed file had written is removed again. A forced re-ingest that fails leaves the old version visible;
 - repaired: the paper was listed as ready but its chunks were not all in the store (`PaperStore.damaged`:
   a damaged or vanished chunks collection). Ingest looks for such papers first and ingests each again, from
-  the file given or from a recorded path that still holds its bytes; one that no file holds fails, saying so.
+  the file given or from a recorded path that still holds its bytes; one that no file holds fails, saying so;
+- updated: an unchanged file whose library record changed where only the catalogue keeps it (collections,
+  tags, venue, keys); a change to its title, authors, year or ids ingests it again, as chunks and the paper's
+  names carry them.
+
+A file may come with its library's metadata (`LibraryItem`: Zotero, a .bib file, a download): it wins over what
+the PDF says (sources/merge.py).
 
 Folders are searched for PDF, Markdown and text files; README, LICENSE, CHANGELOG and the like are
 skipped there (they are not papers) unless named on the command line. What a folder walk cannot read or
@@ -32,7 +38,7 @@ import os
 import stat
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -42,6 +48,8 @@ from pydantic import BaseModel, Field
 from ..config import Settings
 from ..errors import PaperscopeError, ParseError
 from ..parser.models import Paper
+from ..sources.merge import with_library
+from ..sources.models import LibraryItem, PaperMeta
 from .chunking import Chunk, ChunkOptions, chunk_paper
 from .embeddings import Embedder
 from .enrich import Cost, EnrichedPaper, Enricher
@@ -54,7 +62,7 @@ if TYPE_CHECKING:
 #: Namespace of paperscope doc_ids (UUID5 over the file's sha256 hex digest).
 DOC_ID_NAMESPACE = uuid.UUID("6f1d8a52-3c1e-5b7a-9a43-1f6e2d0c9b11")
 
-Status = Literal["ingested", "unchanged", "replaced", "repaired", "failed"]
+Status = Literal["ingested", "unchanged", "updated", "replaced", "repaired", "removed", "failed"]
 Stage = Literal["reading", "parsing", "chunking", "enriching", "embedding", "done"]
 #: File names (without suffix, any case) that a folder walk skips: project files, not papers.
 NOT_PAPERS = frozenset(
@@ -112,6 +120,9 @@ class IngestReport(BaseModel):
         default_factory=list,
         description="What folder walks could not read or do not take (unreadable folders, links to folders, "
         "broken links, pipes), with the reason.",
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="What the libraries read held besides papers (items in the trash, no PDF)."
     )
     seconds: float = 0.0
     embed_seconds: float = Field(0.0, description="Time spent computing embeddings.")
@@ -299,12 +310,14 @@ def parse_limits(settings: Settings) -> ParseLimits:
     )
 
 
-def prepare(path: Path, settings: Settings, embedder: Embedder) -> tuple[Paper, list[Chunk]]:
-    """Parse (in the parsing worker, within `parsing.*`) and chunk one file as ingest does; ParseError when nothing
-    is left to index."""
+def prepare(
+    path: Path, settings: Settings, embedder: Embedder, meta: PaperMeta | None = None
+) -> tuple[Paper, list[Chunk]]:
+    """Parse (in the parsing worker, within `parsing.*`) and chunk one file as ingest does, with its library's
+    title, authors, year and ids where `meta` has them; ParseError when nothing is left to index."""
     from ..parser.bounded import parse_bounded
 
-    paper = parse_bounded(path, parse_limits(settings))
+    paper = with_library(parse_bounded(path, parse_limits(settings)), meta)
     options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embedder.embed_documents)
     chunks = chunk_paper(paper, embedder.token_counter, settings.chunking.strategy, options)
     if not any(c.kind == "chunk" for c in chunks):
@@ -353,18 +366,34 @@ def ingest(
     repair: bool = True,
     enricher: Enricher | None = None,
     plan: IngestPlan | None = None,
+    items: Sequence[LibraryItem] = (),
+    sync: str | None = None,
 ) -> IngestReport:
-    """Ingest files and folders (PDF, Markdown, text) into the knowledge base of `settings`.
+    """Ingest files and folders (PDF, Markdown, text) and the PDFs of library items into the knowledge base of
+    `settings`.
 
     Opens (and closes) the store when none is given. `force` re-ingests unchanged files, e.g. after
     changing the chunking strategy or the enrichments. `repair`: first look for papers listed as ready whose
     chunks are not all stored, and ingest them again (see the module docstring). `enricher`: index-time
     enrichment (rag/enrich), every generated text of a paper computed before anything of it is written;
-    `plan`: what `plan_enrichment` found (its parsed files are reused). Ctrl-C raises IngestInterrupted
-    carrying what was done.
+    `plan`: what `plan_enrichment` found (its parsed files are reused); `items`: papers of a library, each
+    ingested with its metadata (one without a readable PDF fails, named by its `problem`); `sync`: the library
+    `items` are the whole of (`PaperMeta.library`): its papers whose item is no longer among them (deleted, in the
+    trash) or whose item now holds another PDF are removed. Ctrl-C raises IngestInterrupted carrying what was done.
     """
     started = time.perf_counter()
     files, report_files, skipped, unread = discover(paths)
+    metas: dict[Path, PaperMeta] = {}
+    for item in items:
+        if item.pdf is None:
+            report_files.append(
+                FileResult(path=item.meta.title or item.meta.item_key, status="failed", error=item.problem)
+            )
+            continue
+        path = item.pdf.absolute()
+        if path not in metas:
+            files.append(path)
+        metas[path] = item.meta
     own = store is None
     store = store or PaperStore.open(settings)
     embed_before = getattr(store.embedder, "seconds", 0.0)
@@ -384,7 +413,13 @@ def ingest(
         damaged = _damaged(store) if repair else {}
         job = _Job(settings, store, progress, enricher, plan)
         for current in files:
-            report_files.append(_ingest_file(current, job, force, damaged))
+            report_files.append(_ingest_file(current, job, force, damaged, metas.get(current)))
+        if sync is not None:
+            held = {
+                metas[Path(unescape_path(f.path))].item_key: f.doc_id for f in report_files if _holds_item(f, metas)
+            }
+            keys = {i.meta.item_key for i in items}
+            report_files.extend(_sync_removals(store, sync, keys, held))
         for paper, stored in list(damaged.values()):  # damaged papers no file of this batch holds
             holder = next((unescape_path(s) for s in paper.sources if holds(s, paper.sha256)), None)
             if holder is None:
@@ -436,8 +471,11 @@ class _Job:
     plan: IngestPlan | None = None
 
 
-def _ingest_file(path: Path, job: _Job, force: bool, damaged: Damaged | None = None) -> FileResult:
-    """Ingest one file; a paper in `damaged` is ingested again whatever `force` says, and taken out of it."""
+def _ingest_file(
+    path: Path, job: _Job, force: bool, damaged: Damaged | None = None, meta: PaperMeta | None = None
+) -> FileResult:
+    """Ingest one file (with its library's metadata, if any); a paper in `damaged` is ingested again whatever
+    `force` says, and taken out of it."""
     store, progress, enricher = job.store, job.progress, job.enricher
     started = time.perf_counter()
     source = escape_path(path)  # what the catalogue stores and messages show
@@ -463,7 +501,11 @@ def _ingest_file(path: Path, job: _Job, force: bool, damaged: Damaged | None = N
     try:
         existing = store.get_paper(doc_id)
         earlier = [p for p in store.papers_from_source(source) if p.doc_id != doc_id]
+        change = library_change(existing, meta) if existing is not None else "none"
+        force = force or change == "paper"
         if existing is not None and existing.ready and not force:
+            if change == "catalogue" and meta is not None:
+                store.set_meta(doc_id, catalogue_meta(existing.meta, meta))
             if source not in existing.sources:
                 store.set_sources(doc_id, [*existing.sources, source])
             replaced = _release(store, earlier, source)
@@ -474,7 +516,7 @@ def _ingest_file(path: Path, job: _Job, force: bool, damaged: Damaged | None = N
                 hint = [f"{name}: stored with {had}; `ingest --force` indexes it with {', '.join(enricher.strategies)}"]
             return FileResult(
                 path=source,
-                status="replaced" if replaced else "unchanged",
+                status="replaced" if replaced else "updated" if change == "catalogue" else "unchanged",
                 doc_id=doc_id,
                 title=existing.title,
                 pages=existing.pages,
@@ -490,8 +532,9 @@ def _ingest_file(path: Path, job: _Job, force: bool, damaged: Damaged | None = N
     enriched: EnrichedPaper | None = None
     try:
         report("parsing")
-        prepared = job.plan.prepared.pop(path, None) if job.plan is not None else None
-        paper, chunks = prepared or prepare(path, job.settings, store.embedder)
+        # A plan parsed the file without its library's record: parsed again with it.
+        prepared = job.plan.prepared.pop(path, None) if job.plan is not None and meta is None else None
+        paper, chunks = prepared or prepare(path, job.settings, store.embedder, meta)
         report("chunking")
         if enricher is not None and enricher.strategies:
             enriched = _enrich(path, job, enricher, paper, chunks, lambda done, total: report("enriching", done, total))
@@ -507,6 +550,7 @@ def _ingest_file(path: Path, job: _Job, force: bool, damaged: Damaged | None = N
             on_batch=lambda done, total: report("embedding", done, total),
             enrichments=enriched.enrichments if enriched else (),
             summary=enriched.summary if enriched else "",
+            meta=meta,
         )
         replaced = _release(store, earlier, source)
     except Exception as exc:
@@ -578,6 +622,56 @@ def holds(stored_source: str, sha256: str) -> bool:
         return path.is_file() and file_sha256(path) == sha256
     except OSError:
         return False
+
+
+def _holds_item(result: FileResult, metas: dict[Path, PaperMeta]) -> bool:
+    """True when `result` is a library item's file that is now stored (whatever it was before)."""
+    return result.status != "failed" and result.doc_id is not None and Path(unescape_path(result.path)) in metas
+
+
+def _sync_removals(store: PaperStore, library: str, keys: set[str], held: dict[str, str | None]) -> list[FileResult]:
+    """Remove the papers of `library` whose item is gone (`keys`: the items it has now) or holds another paper now
+    (`held`: item key -> the doc_id stored for it in this run)."""
+    removed = []
+    for paper in store.list_papers(brief=True):
+        meta = paper.meta
+        if meta.library != library or not meta.key:
+            continue
+        if meta.key in keys and held.get(meta.key, paper.doc_id) == paper.doc_id:
+            continue
+        store.delete_paper(paper.doc_id)
+        why = "no longer in the library (deleted or in the trash)" if meta.key not in keys else "replaced"
+        removed.append(
+            FileResult(path=paper.source, status="removed", doc_id=paper.doc_id, title=paper.title,
+                       warnings=[f"{paper.title or paper.doc_id}: {why}"])
+        )  # fmt: skip
+    return removed
+
+
+def library_change(existing: PaperRecord, meta: PaperMeta | None) -> Literal["none", "catalogue", "paper"]:
+    """How a stored paper's library record changed: "paper" when its title, authors, year, ids or citation key did
+    (chunks and the paper's names carry them: it is ingested again), "catalogue" when only what the catalogue alone
+    keeps did (collections, tags, venue, url, the item's key or library), "none" when nothing did."""
+    if meta is None:
+        return "none"
+    kept = existing.meta
+    names = (
+        (meta.title.strip() and meta.title.strip() != existing.title)
+        or (meta.authors and meta.authors != existing.authors)
+        or (meta.year and meta.year != existing.year)
+        or (meta.doi and meta.doi != kept.doi)
+        or (meta.arxiv_id and meta.arxiv_id != kept.arxiv_id)
+        or meta.citation_key != kept.citation_key
+    )
+    if names:
+        return "paper"
+    return "catalogue" if catalogue_meta(kept, meta) != kept else "none"
+
+
+def catalogue_meta(kept: PaperMeta, meta: PaperMeta) -> PaperMeta:
+    """The stored record `kept` with what the catalogue alone keeps taken from the library's `meta`."""
+    fields = ("venue", "url", "item_key", "collections", "tags", "origin", "library")
+    return kept.model_copy(update={f: getattr(meta, f) for f in fields})
 
 
 def _release(store: PaperStore, earlier: list[PaperRecord], source: str) -> list[str]:

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import ConfigError, LLMError, PaperscopeError, ParseError, RerankError, StoreError
-from ..operations import UnknownPaper, validation_message
+from ..errors import ConfigError, LLMError, PaperscopeError, ParseError, RerankError, StoreError, UnknownPaper
+from ..operations import validation_message
 
 log = logging.getLogger("paperscope.service")
 

@@ -31,6 +31,11 @@ class PaperMeta(BaseModel):
     )
 
     @property
+    def key(self) -> str:
+        """What names the item within its library: the reference manager's key, else the citation key."""
+        return self.item_key or self.citation_key
+
+    @property
     def empty(self) -> bool:
         """True when nothing is known beyond the origin."""
         return not (self.title or self.authors or self.year or self.doi or self.arxiv_id or self.citation_key)

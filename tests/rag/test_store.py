@@ -916,12 +916,30 @@ def test_a_catalogue_of_schema_3_gains_its_enrichments_and_summary(tmp_path: Pat
         ingested_at=1, aliases=[["OldNet", "short", 1.0]], search_text="OldNet: An Old Paper OldNet",
         vector=[1.0] + [0.0] * 383,
     )  # fmt: skip
-    _old_catalogue(tmp_path, ("enrichments", "summary"), row, "3")
+    _old_catalogue(tmp_path, ("enrichments", "summary", "meta", "references"), row, "3")
     with PaperStore(Settings(home=tmp_path), embedder()) as store:
         [paper] = store.list_papers()
         assert (paper.doc_id, paper.enrichments, paper.summary, paper.sources) == (doc_id("old"), [], "", ["/x.pdf"])
         assert {"enrichments", "summary"} <= set(_fields(store, store.papers_name))
         assert [p.doc_id for p in store.search_papers_bm25("OldNet")] == [doc_id("old")]
+
+
+def test_a_catalogue_of_schema_4_gains_its_library_metadata(tmp_path: Path) -> None:
+    """A knowledge base built before library metadata existed is migrated on open: none known, the rest kept."""
+    row = dict(
+        doc_id=doc_id("old"), title="OldNet: An Old Paper", authors=["Ada Lovelace"], year=2020, abstract="",
+        source="/x.pdf", sources=["/x.pdf"], sha256=sha("old"), n_chunks=0, pages=1, sections=[], status="ready",
+        ingested_at=1, aliases=[["OldNet", "short", 1.0]], search_text="OldNet: An Old Paper OldNet",
+        enrichments=["headers"], summary="", vector=[1.0] + [0.0] * 383,
+    )  # fmt: skip
+    _old_catalogue(tmp_path, ("meta", "references"), row, "4")
+    with PaperStore(Settings(home=tmp_path), embedder()) as store:
+        [paper] = store.list_papers()
+        assert (paper.doc_id, paper.enrichments, paper.meta.empty, paper.meta.collections) == (
+            doc_id("old"), ["headers"], True, []
+        )  # fmt: skip
+        assert "meta" in _fields(store, store.papers_name)
+        assert [p.doc_id for p in store.catalogue().papers] == [doc_id("old")]
 
 
 def test_a_catalogue_of_schema_1_gains_its_sources_and_aliases(tmp_path: Path) -> None:
@@ -933,7 +951,7 @@ def test_a_catalogue_of_schema_1_gains_its_sources_and_aliases(tmp_path: Path) -
     client = MilvusClient(path)
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
     for name, dtype in PAPER_FIELDS.items():
-        if name in ("sources", "aliases", "search_text", "sparse", "enrichments", "summary"):
+        if name in ("sources", "aliases", "search_text", "sparse", "enrichments", "summary", "meta", "references"):
             continue  # the fields schema 1 did not have
         if dtype == DataType.VARCHAR:
             schema.add_field(name, dtype, max_length=4096, is_primary=name == "doc_id")

@@ -13,8 +13,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, ConfigDict
 
-from paperscope.errors import ConfigError, StoreError
-from paperscope.operations import UnknownPaper
+from paperscope.errors import ConfigError, StoreError, UnknownPaper
 from paperscope.service import errors
 from paperscope.service.errors import ApiError, UnknownKnowledgeBase
 

@@ -13,9 +13,10 @@ from itertools import groupby
 from typing import Any
 
 from ...parser.models import SectionCategory
+from ...sources.references import Reference
 from ..filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
 from .base import CONSISTENCY, StoreBase, key_in
-from .records import SHA256, PaperRecord, StoredChunk, chunk_row_id, to_chunk, to_paper
+from .records import SHA256, STATUS_READY, PaperRecord, StoredChunk, chunk_row_id, to_chunk, to_paper, to_references
 from .schema import BRIEF_OUT, CHUNK_OUT, PAPER_OUT
 
 # Body chunks read at a time when a section is looked for from the start of a paper (`get_section`).
@@ -228,7 +229,7 @@ class ReadsMixin(StoreBase):
     def list_papers(self, brief: bool = False) -> list[PaperRecord]:
         """The whole catalogue (ready or not), ordered by title.
 
-        `brief` leaves out the abstract, authors and section tree: the reads routing and the agent make on
+        `brief` leaves out the abstract and the section tree: the reads routing and the agent make on
         every question, which at thousands of papers would otherwise move megabytes of JSON each time. Without
         it, the body chunks stored of each paper that is not ready are counted (`stored_chunks`): its row lists
         those its ingest was writing, not those it wrote before it stopped.
@@ -257,6 +258,20 @@ class ReadsMixin(StoreBase):
                 consistency_level=CONSISTENCY,
             )
         return to_paper(rows[0]) if rows else None
+
+    def references_of(self, doc_id: str) -> list[Reference]:
+        """A paper's reference list as its ingest read it (empty when none was found, or it was ingested before
+        reference lists were read)."""
+        validate_doc_id(doc_id)
+        with self._failing("reading its reference list", doc_id):
+            rows = self._query(self.papers_name, key_in("doc_id", [doc_id]), ["doc_id", "references"])
+        return to_references(rows[0].get("references")) if rows else []
+
+    def all_references(self) -> dict[str, list[Reference]]:
+        """Every ready paper's reference list, by doc_id (what `citedby` reads)."""
+        with self._failing("reading the reference lists"):
+            rows = self._query(self.papers_name, f"status == {quote_string(STATUS_READY)}", ["doc_id", "references"])
+        return {r["doc_id"]: to_references(r.get("references")) for r in rows}
 
     def papers_from_source(self, source: str) -> list[PaperRecord]:
         """Papers (ready or not) that `source` (an escaped path, see paths.py) is one of the sources of."""

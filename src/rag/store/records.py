@@ -7,6 +7,7 @@ would lose what a chunk says), small-int columns, and the deterministic chunk ro
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Any, Literal
 
@@ -14,6 +15,8 @@ from pydantic import BaseModel, Field
 
 from ...errors import StoreError
 from ...parser.models import Section, SectionCategory
+from ...sources.models import PaperMeta
+from ...sources.references import Reference
 from ..chunking import Chunk
 
 STATUS_INGESTING = "ingesting"
@@ -100,6 +103,11 @@ class PaperRecord(BaseModel):
         default_factory=list, description="Index-time enrichments it was ingested with (rag/enrich), in order."
     )
     summary: str = Field("", description="Its summary written by the chat model at ingest (`summaries`), or empty.")
+    meta: PaperMeta = Field(
+        default_factory=PaperMeta,
+        description="What its library (Zotero, a .bib file, arXiv, a DOI) and the PDF say of it: venue, DOI, arXiv "
+        "id, citation key, collections, tags.",
+    )
     score: float | None = Field(default=None, description="Similarity to the query, for `search_papers`.")
     stored_chunks: int | None = Field(
         default=None,
@@ -157,8 +165,38 @@ def to_paper(row: dict[str, Any], score: float | None = None) -> PaperRecord:
         aliases=[PaperAlias(text=a[0], kind=a[1], weight=a[2]) for a in row.get("aliases") or []],
         enrichments=[str(e) for e in row.get("enrichments") or []],
         summary=row.get("summary") or "",
+        meta=PaperMeta.model_validate(row.get("meta") or {}),
         score=score,
     )
+
+
+#: Bytes a paper's stored reference list may take (a JSON value is bounded; a 300-entry survey still fits, its entries'
+#: texts cut, its ids and titles kept).
+REFERENCES_BYTES = 60_000
+_ENTRY_CHARS = (400, 160, 0)  # an entry's text, cut shorter until the list fits
+
+
+def reference_rows(references: list[Reference]) -> list[dict[str, Any]]:
+    """A reference list as the catalogue stores it: each entry's fields, its text cut until the list fits."""
+    rows: list[dict[str, Any]] = []
+    for chars in _ENTRY_CHARS:
+        rows = [r.model_dump(exclude_defaults=True) | {"text": r.text[:chars]} for r in references]
+        if len(json.dumps(rows, ensure_ascii=False).encode()) <= REFERENCES_BYTES:
+            return rows
+    while rows and len(json.dumps(rows, ensure_ascii=False).encode()) > REFERENCES_BYTES:
+        rows = rows[: len(rows) * 3 // 4]  # pathological: entries dropped from the end rather than the list lost
+    return rows
+
+
+def to_references(rows: list[dict[str, Any]] | None) -> list[Reference]:
+    """The stored reference list (rows a hostile or older catalogue holds that do not read are left out)."""
+    out = []
+    for row in rows or []:
+        try:
+            out.append(Reference.model_validate({"label": "", "text": "", **row}))
+        except ValueError:
+            continue
+    return out
 
 
 def chunk_row_id(doc_id: str, kind: str, chunk_index: int, n: int = 0) -> int:

@@ -24,8 +24,10 @@ from .properties import created_properties
 from .records import VARCHAR, clip
 
 # 2: the catalogue's `sources`; 3: its `aliases`, searched with BM25 with title and abstract; 4: the enrichments
-# each paper was indexed with and its summary (rag/enrich).
-SCHEMA_VERSION = "4"
+# each paper was indexed with and its summary (rag/enrich); 5: `meta`, what a library (Zotero, BibTeX, arXiv) and
+# the PDF say of the paper (venue, DOI, arXiv id, citation key, collections, tags), and `references`, its reference
+# list as entries.
+SCHEMA_VERSION = "5"
 PROP_EMBEDDER = "paperscope.embedder"
 PROP_DIM = "paperscope.dim"
 PROP_SCHEMA = "paperscope.schema"
@@ -68,18 +70,24 @@ PAPER_FIELDS: dict[str, DataType] = {
     "search_text": DataType.VARCHAR,
     "enrichments": DataType.JSON,
     "summary": DataType.VARCHAR,
+    "meta": DataType.JSON,
+    "references": DataType.JSON,
     "vector": DataType.FLOAT_VECTOR,
     "sparse": DataType.SPARSE_FLOAT_VECTOR,
 }
 # Fields an earlier catalogue schema lacks; `_migrate_papers` rebuilds the catalogue with them.
-_LATER_FIELDS = ("sources", "aliases", "search_text", "sparse", "enrichments", "summary")
+_LATER_FIELDS = ("sources", "aliases", "search_text", "sparse", "enrichments", "summary", "meta", "references")
 
 # What reads and searches ask for.
 CHUNK_OUT = [f for f in CHUNK_FIELDS if f not in ("vector", "sparse")]
-PAPER_OUT = [f for f in PAPER_FIELDS if f not in ("vector", "sparse")]
+# A paper's reference list is read on its own (`references_of`): listing papers never moves it.
+PAPER_OUT = [f for f in PAPER_FIELDS if f not in ("vector", "sparse", "references")]
+#: What rewriting a whole catalogue row reads back (Milvus upserts whole rows).
+PAPER_ROW = [*PAPER_OUT, "references", "vector"]
 BRIEF_OUT = [
     "doc_id",
     "title",
+    "authors",  # a bibliography of an answer names them
     "year",
     "source",
     "sources",
@@ -90,6 +98,7 @@ BRIEF_OUT = [
     "ingested_at",
     "aliases",
     "enrichments",
+    "meta",
 ]
 SEARCH_OUT = [*CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
 
@@ -151,9 +160,10 @@ class SchemaMixin(StoreBase):
             self._client.rename_collection(tmp, self.papers_name)
 
     def _migrate_papers(self, dim: int, name: str) -> None:
-        """Schema 1, 2 or 3 -> 4: rebuild the catalogue with `sources` (each paper's own source), `aliases`
-        (from its title, abstract and authors), `enrichments` (none) and `summary` (none) under a temporary
-        name, then swap it in; a crash at any point leaves one whole catalogue (see `_finish_migration`)."""
+        """Schema 1 to 4 -> 5: rebuild the catalogue with `sources` (each paper's own source), `aliases`
+        (from its title, abstract and authors), `enrichments` (none), `summary` (none), `meta` and `references`
+        (none: `ingest --force` reads them) under a temporary name, then swap it in; a crash at any point leaves
+        one whole catalogue (see `_finish_migration`)."""
         self._client.load_collection(self.papers_name)
         have = {f["name"] for f in self._client.describe_collection(self.papers_name)["fields"]}
         rows = self._query(self.papers_name, "", [f for f in PAPER_FIELDS if f in have and f != "sparse"])
@@ -166,6 +176,8 @@ class SchemaMixin(StoreBase):
                 r.setdefault("sources", [r["source"]] if r.get("source") else [])
                 r.setdefault("enrichments", [])
                 r.setdefault("summary", "")
+                r.setdefault("meta", {})
+                r.setdefault("references", [])
                 if "aliases" not in r:
                     ident = identity_of(r.get("title", ""), r.get("abstract", ""), list(r.get("authors") or []))
                     r["aliases"] = alias_rows(ident)
@@ -258,6 +270,8 @@ class SchemaMixin(StoreBase):
         )
         schema.add_field("enrichments", DataType.JSON)  # what the paper was indexed with (rag/enrich)
         schema.add_field("summary", DataType.VARCHAR, max_length=VARCHAR["summary"])  # the model's, or ""
+        schema.add_field("meta", DataType.JSON)  # what the library and the PDF say of it (sources.PaperMeta)
+        schema.add_field("references", DataType.JSON)  # its reference list (sources.references.Reference rows)
         # Milvus requires a vector in every collection; this one serves search_papers (title + abstract).
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)

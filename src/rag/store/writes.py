@@ -14,13 +14,26 @@ from typing import Any
 
 from ...errors import StoreError
 from ...parser.models import Paper
+from ...sources.merge import paper_meta
+from ...sources.models import PaperMeta
+from ...sources.references import parse_references
 from ..chunking import Chunk
 from ..filters import quote_string, validate_doc_id
 from ..identity import alias_rows, paper_identity, search_text
 from .base import CONSISTENCY
 from .catalogue import CatalogueMixin
-from .records import SHA256, STATUS_INGESTING, STATUS_READY, Status, chunk_row_id, clip, fit, small_int
-from .schema import PAPER_OUT
+from .records import (
+    SHA256,
+    STATUS_INGESTING,
+    STATUS_READY,
+    Status,
+    chunk_row_id,
+    clip,
+    fit,
+    reference_rows,
+    small_int,
+)
+from .schema import PAPER_ROW
 
 
 class WritesMixin(CatalogueMixin):
@@ -38,13 +51,15 @@ class WritesMixin(CatalogueMixin):
         *,
         enrichments: Sequence[str] = (),
         summary: str = "",
+        meta: PaperMeta | None = None,
     ) -> int:
         """Store (or replace) a paper and its chunks; returns the number of chunk rows written.
 
         `source` is the (escaped) path it was read from; it joins the paths already recorded for the paper.
         `on_batch(done, total)` is called after each batch of chunks is embedded. `enrichments`: what the
         chunks' index texts and derived rows were made with (rag/enrich); `summary`: the paper's summary written
-        by the chat model, kept in the catalogue and searched with its title, aliases and abstract.
+        by the chat model, kept in the catalogue and searched with its title, aliases and abstract; `meta`: what its
+        library says of it (`paper` already carries the library's title, authors and year: sources/merge.py).
 
         Order: paper row "ingesting" -> chunk rows in batches (embedded batch by batch) -> stale rows of a
         previous version deleted -> paper row "ready". A crash leaves the paper "ingesting" (hidden from
@@ -86,7 +101,8 @@ class WritesMixin(CatalogueMixin):
 
         starts = range(0, len(chunks), self.write_batch)
         staged = {start: embed(start) for start in starts} if before is not None and before.ready else {}
-        ident = paper_identity(paper)
+        kept = paper_meta(paper, meta)
+        ident = paper_identity(paper, kept.citation_key)
         paper_row: dict[str, Any] = {
             "doc_id": doc_id,
             "title": title,
@@ -105,6 +121,8 @@ class WritesMixin(CatalogueMixin):
             "search_text": clip(search_text(paper.title, ident, f"{paper.abstract}\n{summary}".strip()), "search_text"),
             "enrichments": list(enrichments),
             "summary": clip(summary, "summary"),
+            "meta": kept.model_dump(mode="json", exclude_defaults=True),
+            "references": reference_rows(parse_references(paper)),
             "vector": paper_vector,
         }
         id_filter = f"doc_id == {quote_string(doc_id)}"
@@ -157,7 +175,7 @@ class WritesMixin(CatalogueMixin):
             rows = self._client.query(
                 self.papers_name,
                 filter=id_filter,
-                output_fields=[*PAPER_OUT, "vector"],
+                output_fields=PAPER_ROW,
                 limit=1,
                 consistency_level=CONSISTENCY,
             )
@@ -183,7 +201,7 @@ class WritesMixin(CatalogueMixin):
             rows = self._client.query(
                 self.papers_name,
                 filter=f"doc_id == {quote_string(doc_id)}",
-                output_fields=[*PAPER_OUT, "vector"],
+                output_fields=PAPER_ROW,
                 limit=1,
                 consistency_level=CONSISTENCY,
             )
@@ -199,6 +217,13 @@ class WritesMixin(CatalogueMixin):
         if source is not None:
             update["source"] = clip(source, "source")
         self._update_paper(doc_id, "recording its source paths", **update)
+
+    def set_meta(self, doc_id: str, meta: PaperMeta) -> None:
+        """Record what a paper's library says of it where only the catalogue keeps it (collections, tags, venue)."""
+        validate_doc_id(doc_id)
+        self._update_paper(
+            doc_id, "recording its library metadata", meta=meta.model_dump(mode="json", exclude_defaults=True)
+        )
 
     def embed_paper_again(self, doc_id: str) -> bool:
         """Compute a paper's catalogue vector again from its stored title and abstract and store it (`check --repair`

@@ -10,8 +10,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from ...config import KB_PATTERN
-from ...errors import ConfigError, PaperscopeError
-from ...operations import UnknownPaper, check_doc_id, matching_doc_ids, paper_rows
+from ...errors import ConfigError, PaperscopeError, UnknownPaper
+from ...operations import check_doc_id, matching_doc_ids, paper_rows
 from ...rag.ingest import doc_id_for
 from ...rag.store import PaperRecord, StoredChunk
 from ..errors import ApiError
@@ -199,3 +199,43 @@ def chunk_view(c: StoredChunk) -> dict[str, Any]:
         "text": c.text,
         "boxes": list(meta.get("boxes") or []),
     }
+
+
+PaperQuery = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=500,
+        description='A doc_id (or its first characters), or the paper by name: "SPECTER", "Cohan et al.", a DOI.',
+    ),
+]
+
+
+@router.get("/v1/references", summary="A paper's reference list, the papers the library holds marked")
+async def paper_references(service: ServiceDep, paper: PaperQuery, kb: KbQuery = None) -> dict[str, Any]:
+    """What `paperscope refs PAPER --json` prints: the paper, and its references each with `held` (a doc_id or null)."""
+    from ...rag.citing import find_paper, references
+
+    target = service.library.get(kb)
+
+    def listing() -> dict[str, Any]:
+        record = find_paper(target.store, paper)
+        rows = [r.model_dump(mode="json") for r in references(target.store, record)]
+        return {"paper": {"doc_id": record.doc_id, "title": record.title}, "references": rows}
+
+    return await service.run(listing)
+
+
+@router.get("/v1/cited-by", summary="The papers of the library that cite a paper")
+async def paper_cited_by(service: ServiceDep, paper: PaperQuery, kb: KbQuery = None) -> dict[str, Any]:
+    """What `paperscope citedby PAPER --json` prints: the paper, and the papers citing it with the entry that does."""
+    from ...rag.citing import cited_by, find_paper
+
+    target = service.library.get(kb)
+
+    def listing() -> dict[str, Any]:
+        record = find_paper(target.store, paper)
+        rows = [c.model_dump(mode="json") for c in cited_by(target.store, record)]
+        return {"paper": {"doc_id": record.doc_id, "title": record.title}, "cited_by": rows}
+
+    return await service.run(listing)

@@ -22,8 +22,8 @@ from ...operations import (
     RetrieveRequest,
     answer,
     needs_model,
-    resolve_papers,
     retrieve,
+    scope_doc_ids,
     settings_request,
 )
 from ..errors import ApiError
@@ -65,9 +65,9 @@ async def chat(service: ServiceDep, request: Request, body: ChatRequest) -> Any:
     """The Answer object (as `paperscope ask --json`); with `stream`, a text/event-stream of `data:` events
     (progress, tool, token, then answer) ending with `data: [DONE]`."""
     target, settings = request_settings(service, body)
-    if body.paper:  # unknown papers are a 4xx before any answer starts, not an error event in a stream
-        papers = await service.run(resolve_papers, target.store, body.paper, target.name, "paper")
-        body = body.model_copy(update={"paper": papers})
+    if body.paper or body.collection:  # unknown papers are a 4xx before any answer starts, not an error event
+        papers = await service.run(scope_doc_ids, target.store, body, target.name, ("paper", "collection"))
+        body = body.model_copy(update={"paper": papers, "collection": None})
     ask = AskRequest.model_validate(body.model_dump(exclude={"history", "stream"}))
     history = await service.run(history_answers, target.store, body.history) if body.history else []
     if not body.stream:
