@@ -209,3 +209,29 @@ def wait_for_state(http: httpx.Client, job_id: str, state: str, seconds: float =
         if time.monotonic() > deadline:
             pytest.fail(f"job {job_id} was not {state} within {seconds} s")
         time.sleep(0.02)
+
+
+def test_references_and_citing_papers_over_http(
+    http: httpx.Client, sample_pdfs: dict[str, Path], sample_pdf_ids: dict[str, str]
+) -> None:
+    """HyDRA's reference list holds FlashRank, which the server holds: both directions, by doc_id and by name."""
+    hydra, flashrank = sample_pdf_ids["hydra"], sample_pdf_ids["flashrank"]
+    held_before = {p["doc_id"] for p in http.get("/v1/documents").json()}
+    if hydra not in held_before:
+        assert wait_job(http, upload(http, sample_pdfs["hydra"]).json()["job_id"])["state"] == "done"
+    try:
+        found = http.get("/v1/references", params={"paper": hydra[:8]})
+        assert found.status_code == 200, found.text
+        body = found.json()
+        assert body["paper"]["doc_id"] == hydra
+        held = [(r["label"], r["held"]) for r in body["references"] if r["held"]]
+        assert ("[8]", flashrank) in held
+        citing = http.get("/v1/cited-by", params={"paper": "FlashRank"}).json()
+        assert citing["paper"]["doc_id"] == flashrank
+        assert hydra in [c["doc_id"] for c in citing["cited_by"]]
+        assert all("FlashRank" in c["entry"]["text"] for c in citing["cited_by"])
+        missing = http.get("/v1/cited-by", params={"paper": "ffffffff"})
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_paper"
+    finally:
+        if hydra not in held_before:
+            assert http.delete(f"/v1/documents/{hydra}").status_code == 200
