@@ -75,26 +75,27 @@ def _reference(work: CitedWork) -> str:
     return " ".join(parts)
 
 
-def as_markdown(answer: Answer) -> str:
-    """The answer with its [n] turned into the numbers of the papers they come from, and the reference list."""
-    paper_of = {n: work.n for work in answer.bibliography for n in work.sources}
+def markdown(query: str, text: str, works: Sequence[CitedWork]) -> str:
+    """An answer's `text` with its [n] turned into the numbers of the papers they come from (`works`, the answer's
+    bibliography), under its question, and the reference list."""
+    paper_of = {n: work.n for work in works for n in work.sources}
 
     def renumber(match: re.Match[str]) -> str:
         n = int(match.group(1))
         return f"[{paper_of[n]}]" if n in paper_of else match.group(0)
 
-    text = NUMBERED.sub(renumber, answer.answer)
-    for work in answer.bibliography:  # one paper cited twice in a row reads once: "[1][1]" -> "[1]"
-        text = text.replace(f"[{work.n}][{work.n}]", f"[{work.n}]")
-    lines = [f"**{answer.query}**", "", text.strip()]
-    if answer.bibliography:
+    body = NUMBERED.sub(renumber, text)
+    for work in works:  # one paper cited twice in a row reads once: "[1][1]" -> "[1]"
+        body = body.replace(f"[{work.n}][{work.n}]", f"[{work.n}]")
+    lines = [f"**{query}**", "", body.strip()]
+    if works:
         lines += ["", "## References", ""]
-        lines += [f"{work.n}. {_reference(work)}" for work in answer.bibliography]
+        lines += [f"{work.n}. {_reference(work)}" for work in works]
     return "\n".join(lines) + "\n"
 
 
-def as_bibtex(answer: Answer) -> str:
-    """The BibTeX entries of the papers the answer cites, under the library's citation keys where known."""
+def bibtex(works: Sequence[CitedWork]) -> str:
+    """The BibTeX entries of `works`, under the library's citation keys where known."""
     return write_bibtex(
         [
             PaperMeta(
@@ -106,6 +107,16 @@ def as_bibtex(answer: Answer) -> str:
                 arxiv_id=w.arxiv_id,
                 citation_key=w.citation_key,
             )
-            for w in answer.bibliography
+            for w in works
         ]
     )
+
+
+def as_markdown(answer: Answer) -> str:
+    """The answer citing papers, with its reference list (`ask --format markdown`)."""
+    return markdown(answer.query, answer.answer, answer.bibliography)
+
+
+def as_bibtex(answer: Answer) -> str:
+    """The BibTeX entries of the papers the answer cites (`ask --format bibtex`)."""
+    return bibtex(answer.bibliography)

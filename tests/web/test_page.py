@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import bibtexparser
 import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
@@ -160,6 +161,23 @@ def test_a_link_asks_at_once(browser: WebDriver, server: Served, sample_pdf_ids:
     assert "Marten" in answer.text
     first = answer.find_element(By.CSS_SELECTOR, ".cite[data-n='1']")
     assert first.get_attribute("data-citation").startswith(sample_pdf_ids["marten"])
+
+
+def test_an_answer_is_copied_as_markdown_with_its_references_and_as_bibtex(browser: WebDriver, server: Served) -> None:
+    question = "How many GPUs were used to pretrain Marten-1B?"
+    open_with_key(browser, server, f"/?q={quote(question)}")
+    answer = answer_number(browser, 0)
+    shown = answer.find_element(By.CSS_SELECTOR, ".export-bar textarea.export")
+    assert not shown.is_displayed()
+    answer.find_element(By.CSS_SELECTOR, ".export-button[data-format='markdown']").click()
+    wait(browser, lambda d: "## References" in (shown.get_attribute("value") or ""), "the Markdown export")
+    markdown = shown.get_attribute("value") or ""
+    assert markdown.startswith(f"**{question}**") and "1. Oskar Nilsson, Fatima Haddad" in markdown
+    assert "Marten-1B: Pretraining a Compact Language Model" in markdown and "[1]" in markdown
+    answer.find_element(By.CSS_SELECTOR, ".export-button[data-format='bibtex']").click()
+    wait(browser, lambda d: (shown.get_attribute("value") or "").startswith("@"), "the BibTeX export")
+    entries = bibtexparser.parse_string(shown.get_attribute("value") or "").entries
+    assert entries and entries[0].fields_dict["title"].value.strip("{}").startswith("Marten-1B")
 
 
 def test_text_from_papers_and_questions_is_shown_as_text(browser: WebDriver, server: Served, tmp_path: Path) -> None:

@@ -8,12 +8,14 @@ path) comes from its settings only, never from a request (`request_settings`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import StreamingResponse
-from pydantic import Field
+from fastapi.responses import PlainTextResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
 
+from ...answer.bibliography import bibtex, markdown
+from ...answer.model import CitedWork
 from ...cancellation import Cancellation
 from ...config import Settings
 from ...operations import (
@@ -42,6 +44,25 @@ class ChatRequest(AskRequest):
         default_factory=list, max_length=200, description="The conversation so far, oldest first."
     )
     stream: bool = Field(False, description="Answer as a text/event-stream of events, the Answer last.")
+
+
+class ExportRequest(BaseModel):
+    """An answer to export: its question, text and bibliography as POST /v1/chat returned them."""
+
+    model_config = ConfigDict(extra="ignore")  # the whole Answer may be sent; only these are read
+
+    format: Literal["markdown", "bibtex"] = Field(description="markdown: the answer and its references; bibtex.")
+    query: str = Field("", max_length=4000)
+    answer: str = Field("", max_length=200_000)
+    bibliography: list[CitedWork] = Field(default_factory=list, max_length=200)
+
+
+@router.post("/v1/export", summary="An answer as Markdown with its references, or its papers as BibTeX")
+async def export(body: ExportRequest) -> PlainTextResponse:
+    """What `paperscope ask --format markdown|bibtex` prints, for an answer the client holds."""
+    if body.format == "markdown":
+        return PlainTextResponse(markdown(body.query, body.answer, body.bibliography), media_type="text/markdown")
+    return PlainTextResponse(bibtex(body.bibliography), media_type="application/x-bibtex")
 
 
 @router.post("/v1/retrieve", summary="The ranked evidence for a question")

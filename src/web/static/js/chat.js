@@ -1,7 +1,7 @@
 // The chat: questions with their history (follow-ups stay on the paper), the answer streamed as it is written,
 // numbered citations [n] that open the cited page, the source list, and a trace of how the answer came.
 
-import { streamChat } from "./api.js";
+import { request, streamChat } from "./api.js";
 import { $, el, pagesLabel, textNode, visible } from "./dom.js";
 
 // [1], [2, 3], [1-2] as the answer writes them; other brackets stay text.
@@ -108,6 +108,7 @@ export class Chat {
       }
       message.append(el("h3", { class: "sources-head", text: "Sources" }), list);
     }
+    if ((answer.bibliography || []).length) message.append(exportBar(answer));
     message.append(traceView(answer));
     message.scrollIntoView({ block: "end" });
   }
@@ -190,6 +191,47 @@ function claimOf(claims, n, pos) {
   if (holding) return holding;
   const before = claims.filter((c) => c.n === n && c.at[1] <= pos && pos - c.at[1] <= 3);
   return before.length ? before[before.length - 1] : null;
+}
+
+/**
+ * Copy the answer to cite it: as Markdown with its reference list, or its papers as BibTeX (POST /v1/export, as
+ * `ask --format` writes them). The text is copied to the clipboard and shown, selected, for a browser that refuses.
+ */
+function exportBar(answer) {
+  const shown = el("textarea", { class: "export", readonly: true, rows: 6, "aria-label": "exported answer", hidden: true });
+  const button = (format, label) =>
+    el("button", {
+      type: "button",
+      class: "export-button",
+      dataset: { format },
+      text: label,
+      on: {
+        click: async (event) => {
+          const body = { format, query: answer.query, answer: answer.answer, bibliography: answer.bibliography };
+          const text = await (await request("/v1/export", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body),
+          })).text();
+          shown.value = text;
+          shown.hidden = false;
+          shown.select();
+          try {
+            await navigator.clipboard.writeText(text);
+            event.target.textContent = `${label} ✓ copied`;
+          } catch (_) {
+            event.target.textContent = `${label} (select and copy below)`;
+          }
+        },
+      },
+    });
+  return el(
+    "div",
+    { class: "export-bar" },
+    button("markdown", "Copy as Markdown"),
+    button("bibtex", "Copy BibTeX"),
+    shown,
+  );
 }
 
 /** Which way the answer came: track, route, mode, the tools called, timings, models, tokens. */
