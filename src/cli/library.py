@@ -207,8 +207,17 @@ def ingest(
     if not specs and not zotero:
         raise fail(ConfigError("name files, folders, .bib files, arXiv ids, DOIs or URLs to ingest, or --zotero"))
     if server:
-        if zotero:
-            raise fail(ConfigError("--zotero cannot go through --server: ingest the library on the server's machine"))
+        from ..sources.remote import remote_kind
+
+        library = [s for s in specs if remote_kind(s) is not None or s.lower().endswith(".bib")]
+        if zotero or library:
+            what = "--zotero" if zotero else ", ".join(library)
+            raise fail(
+                ConfigError(
+                    f"{what}: libraries, arXiv ids, DOIs and URLs cannot go through --server (it takes files and "
+                    "folders): ingest them on the server's machine, without --server"
+                )
+            )
         if force or dry_run:
             flag = "--force" if force else "--dry-run"
             raise fail(ConfigError(f"{flag} cannot go through --server: the server ingests new bytes only"))

@@ -29,6 +29,10 @@ _INTRODUCES = re.compile(
 )
 _PARTICLES = {"de", "van", "von", "der", "den", "di", "da", "del", "la", "le", "du", "dos", "das", "bin", "al", "e"}
 _NOT_NAMES = {"AND", "OF", "THE", "FOR", "IN", "ON", "TO", "A", "AN", "WITH", "USA", "UK", "II", "III", "IV"}
+# Where papers are published and how they are found, which a reference list repeats on every line: never the name
+# of a paper's own system ("What does arXiv:2004.07180 propose?" names an id, not the paper citing arXiv most).
+_NOT_NAMES |= {"ARXIV", "BIORXIV", "MEDRXIV", "SSRN", "DOI", "URL", "HTTP", "HTTPS", "ACM", "IEEE", "PUBMED", "PMID"}
+_NOT_NAMES |= {"ISBN", "ISSN", "CORR", "ABS"}
 
 
 @dataclass(frozen=True)

@@ -153,3 +153,13 @@ def test_a_bib_file_is_ingested_with_its_keys_and_answers_export_their_bibliogra
     entries = {e.key: e for e in bibtexparser.parse_string(exported).entries}
     assert "nilsson2024marten" in entries
     assert entries["nilsson2024marten"].fields_dict["title"].value.strip("{}") == MARTEN
+
+
+def test_libraries_and_downloads_are_refused_through_a_server_before_it_is_called(home: Path) -> None:
+    for args in (["--zotero"], ["refs.bib"], ["arXiv:2004.07180"], ["doi:10.1/x", "paper.pdf"]):
+        result = CliRunner().invoke(app, ["ingest", *args, "--server", "http://127.0.0.1:9"])
+        said = result.stdout + result.stderr
+        assert result.exit_code == 1 and "cannot go through --server" in said, said
+        assert "cannot reach" not in said  # refused here, not after trying the server
+    nothing = CliRunner().invoke(app, ["ingest"])
+    assert nothing.exit_code == 1 and "name files, folders" in nothing.stdout + nothing.stderr
