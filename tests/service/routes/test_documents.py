@@ -41,7 +41,7 @@ def test_upload_runs_a_job_and_the_paper_is_listed(
     assert paper["status"] == "ready" and paper["title"].startswith("QuantKV")
     assert set(paper) == {
         "doc_id", "title", "authors", "year", "pages", "n_chunks", "planned_chunks", "status", "source", "aliases",
-        "enrichments",
+        "enrichments", "venue", "doi", "arxiv_id", "citation_key", "collections", "tags", "library",
     }  # fmt: skip
     # The same bytes again, under another name: idempotent, nothing written.
     again = wait_job(http, upload(http, sample_pdfs["quantkv"], name="renamed.pdf").json()["job_id"])
