@@ -97,7 +97,11 @@ def test_a_zotero_library_is_ingested_with_its_metadata_synced_and_kept_to_a_col
         _run("ask", "how is the model trained", "--collection", "Nowhere", code=1)
 
         # The library's names find the paper: its first author, its citation key, its DOI.
-        for named in ("What do Okafor et al. propose?", "What does okafor2024flashrank propose?"):
+        for named in (
+            "What do Okafor et al. propose?",
+            "What does okafor2024flashrank propose?",
+            "What does doi 10.1145/3626772.1234567 propose?",
+        ):
             routed = json.loads(_run("ask", named, "--json"))
             assert (routed["track"], routed["route"]["doc_ids"]) == ("A", [row["doc_id"]]), named
 

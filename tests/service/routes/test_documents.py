@@ -235,3 +235,11 @@ def test_references_and_citing_papers_over_http(
     finally:
         if hydra not in held_before:
             assert http.delete(f"/v1/documents/{hydra}").status_code == 200
+
+
+def test_a_collection_that_holds_no_paper_is_a_404_naming_it(http: httpx.Client) -> None:
+    for route in ("/v1/retrieve", "/v1/chat"):
+        response = http.post(route, json={"query": "How is FlashRank trained?", "collection": "Thesis/Chapter 9"})
+        assert response.status_code == 404, response.text
+        error = response.json()["error"]
+        assert error["code"] == "unknown_paper" and "'Thesis/Chapter 9' holds no paper" in error["message"]
