@@ -6,7 +6,7 @@ start of each runtime is what a one-question `paperscope ask` process pays befor
 For each runtime (onnx, torch): a fresh process loads the model and embeds one question (start-up s: what
 `embedding.runtime` decides for a question), then that runtime's backend embeds the chunks of the papers given in
 batches of --batch-size, twice (texts/s: the median of the two; no cache). The chunks come from the real parser
-and chunker. paperscope embeds questions with the onnx runtime and batches of chunks with torch.
+and chunker. paperscope embeds questions and chunks with the onnx runtime (chunks shortest first, in groups).
 
 Usage: python benchmarks/embed_bench.py [PDF or FOLDER ...] [--batch-size 64] [--limit 512]
 (default: the sample corpus in examples/pdfs)

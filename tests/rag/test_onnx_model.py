@@ -35,6 +35,17 @@ def test_onnx_vectors_are_sentence_transformers_vectors() -> None:
     assert onnx.name == torch.name  # one knowledge base serves both runtimes
 
 
+def test_a_batch_runs_shortest_first_in_groups_and_comes_back_in_order() -> None:
+    """More texts than a group holds, their lengths shuffled: each vector is the one its text gets on its own."""
+    model = make_embedder("local", runtime="onnx")
+    assert isinstance(model, SentenceTransformerEmbedder) and model.onnx is not None
+    texts = [f"passage {i}: " + "kelp canopy otters " * ((i * 7) % 23) for i in range(3 * onnx_model.GROUP + 1)]
+    together = np.asarray(model.onnx.embed(texts))
+    alone = np.vstack([model.onnx.embed([t]) for t in texts])
+    assert together.shape == (len(texts), 384)
+    assert np.abs(together - alone).max() < 1e-5
+
+
 def test_only_mean_pooled_normalised_models_are_exported(tmp_path: Path) -> None:
     assert onnx_model.exportable(default_model_dir())
     copy = tmp_path / "model"
