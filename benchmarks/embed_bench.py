@@ -3,7 +3,8 @@
 Ingest is bounded by embedding (about 90% of its time), so this is the ceiling of ingest's chunks/s; the fresh
 start of each runtime is what a one-question `paperscope ask` process pays before it can embed its question.
 
-For each runtime (onnx, torch): a fresh process loads the model and embeds one question (start-up s: what
+For each model and runtime (local:int8 on onnx, local on onnx, local on torch): a fresh process loads the model
+and embeds one question (start-up s: what
 `embedding.runtime` decides for a question), then that runtime's backend embeds the chunks of the papers given in
 batches of --batch-size, twice (texts/s: the median of the two; no cache). The chunks come from the real parser
 and chunker. paperscope embeds questions and chunks with the onnx runtime (chunks shortest first, in groups).
@@ -28,7 +29,7 @@ CHILD = """
 import json, sys, time
 started = time.perf_counter()
 from paperscope.rag.embeddings import make_embedder
-emb = make_embedder("local", batch_size={batch}, runtime={runtime!r})
+emb = make_embedder({spec!r}, batch_size={batch}, runtime={runtime!r})
 emb.embed_query("how fast does the model start")
 startup = time.perf_counter() - started
 texts = json.load(open({texts!r}))
@@ -68,14 +69,15 @@ def main() -> None:
     store = Path(f"/tmp/embed_bench_{int(time.time())}.json")
     store.write_text(json.dumps(texts))
     print(f"{len(texts)} chunks from {', '.join(str(p) for p in args.paths)}; batch {args.batch_size}\n")
-    print("| runtime | fresh process: load + one question s | texts/s (median of 2 rounds) |")
-    print("|---|---|---|")
+    print("| model | runtime | fresh process: load + one question s | texts/s (median of 2 rounds) |")
+    print("|---|---|---|---|")
     try:
-        for runtime in ("onnx", "torch"):
-            code = CHILD.format(batch=args.batch_size, runtime=runtime, texts=str(store))
+        for spec, runtime in (("local:int8", "onnx"), ("local", "onnx"), ("local", "torch")):
+            code = CHILD.format(batch=args.batch_size, spec=spec, runtime=runtime, texts=str(store))
             done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
             result = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"| {runtime} | {result['startup']:.2f} | {statistics.median(result['rates']):.1f} |")
+            rate = statistics.median(result["rates"])
+            print(f"| {spec} | {runtime} | {result['startup']:.2f} | {rate:.1f} |")
     finally:
         store.unlink(missing_ok=True)
 

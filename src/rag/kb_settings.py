@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import Settings
 from ..errors import ConfigError, StoreError
 from ..settings_layers import Layer, LayeredSettings, SettingError, check_name, load_layers, validate_values
-from .embeddings import LOCAL_MODEL_NAME
+from .embeddings import LOCAL_INT8_NAME, LOCAL_MODEL_NAME
 from .lite_files import lite_path
 from .operator_settings import OperatorSettingError, check_operators, check_values
 from .store import PROP_DIM, PROP_EMBEDDER, lite_damage, peek_client
@@ -102,8 +102,8 @@ def _load_json(kb: str, prop: str, raw: str | None) -> dict[str, Any]:
 def _legacy_model(props: Mapping[str, str]) -> dict[str, Any]:
     """The embedding spec of a kb made before settings were saved, when its embedder's name tells it."""
     name = props.get(PROP_EMBEDDER, "")
-    if name == LOCAL_MODEL_NAME:
-        return {"embedding.model": "local"}
+    if name in (LOCAL_MODEL_NAME, LOCAL_INT8_NAME):
+        return {"embedding.model": "local" if name == LOCAL_MODEL_NAME else "local:int8"}
     if name.startswith("sentence-transformers:"):
         return {"embedding.model": name}
     return {}  # openai:<model> may have been asked for with @dim: the store's own check guards it
@@ -118,7 +118,7 @@ def read_kb_settings(client: MilvusClient, kb: str, lite: Path | None = None) ->
     collection = chunks_collection(kb)
     try:
         if not client.has_collection(collection):
-            return None
+            return _from_the_catalogue(client, kb)
         desc = client.describe_collection(collection)
     except Exception as exc:
         # Milvus Lite reads the collection's files to describe it, and names none of them when one is damaged.
@@ -142,6 +142,18 @@ def read_kb_settings(client: MilvusClient, kb: str, lite: Path | None = None) ->
         hint = f" (`paperscope config --kb {kb} --unset {exc.name}` removes it)"
         raise ConfigError(f"knowledge base {kb!r}: {exc.text}{hint}") from None
     return KbSettings(kb, created, overrides, int(dim) if dim and dim.isdigit() else None)
+
+
+def _from_the_catalogue(client: MilvusClient, kb: str) -> KbSettings | None:
+    """A kb whose chunks collection vanished (and its settings with it) under a catalogue that lists papers: its
+    embedding model as the catalogue names it, so that repairing it embeds with the model its papers were; None
+    when there is no catalogue either."""
+    papers = f"{kb}_papers"
+    if not client.has_collection(papers):
+        return None
+    props: dict[str, str] = client.describe_collection(papers).get("properties") or {}
+    dim = props.get(PROP_DIM)
+    return KbSettings(kb, validate_values(_legacy_model(props)), {}, int(dim) if dim and dim.isdigit() else None)
 
 
 def _check_overrides(values: Mapping[str, Any]) -> dict[str, Any]:

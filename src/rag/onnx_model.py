@@ -165,23 +165,46 @@ class OnnxModel:
         return vectors
 
 
-def load(model_dir: Path) -> OnnxModel | None:
-    """The ONNX model of a local sentence-transformers folder, exported on first use; None (torch is used) when the
-    folder is not of the kind exported or the export fails. Loaded once per process."""
-    key = str(model_dir.resolve())
+def quantize(source: Path, target: Path) -> None:
+    """The int8 model of an exported one: its matrix products' weights quantised per output channel, activations
+    at run time (dynamic); whole or not at all. Only the MatMuls: quantising every op moved vectors to 0.94 cosine of
+    the model's, these alone keep 0.994 on average (0.984 at worst) on chunks of real papers."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    try:
+        quantize_dynamic(
+            str(source), str(partial), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+        os.replace(partial, target)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+
+
+def load(model_dir: Path, *, int8: bool = False) -> OnnxModel | None:
+    """The ONNX model of a local sentence-transformers folder, exported on first use (and quantised, for `int8`);
+    None when the folder is not of the kind exported or the export fails (torch then runs the fp32 model; the int8
+    model has no other runtime). Loaded once per process."""
+    key = f"{model_dir.resolve()}{':int8' if int8 else ''}"
     with _LOCK:
         if key in _LOADED:
             return _LOADED[key]
         model: OnnxModel | None = None
         if exportable(model_dir):
-            target = _onnx_file(model_dir)
+            exported = _onnx_file(model_dir)
+            target = exported.with_name(f"{exported.stem}.int8.onnx") if int8 else exported
             try:
-                if not target.is_file():
-                    export(model_dir, target)
+                if not exported.is_file():
+                    export(model_dir, exported)
+                if int8 and not target.is_file():
+                    quantize(exported, target)
                 model = OnnxModel(target, model_dir)
             except Exception as exc:  # no onnx package, a read-only cache, a graph ORT rejects: torch runs it
                 with contextlib.suppress(OSError):
                     target.unlink(missing_ok=True)  # a damaged file is exported again by the next process
-                log.warning("embedding model %s runs with torch: the ONNX export failed (%s)", model_dir.name, exc)
+                then = "cannot run (it has no other runtime)" if int8 else "runs with torch"
+                log.warning("embedding model %s%s %s: the ONNX export failed (%s)", model_dir.name, ":int8" * int8,
+                            then, exc)  # fmt: skip
         _LOADED[key] = model
         return model

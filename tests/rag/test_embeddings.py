@@ -313,7 +313,7 @@ def test_a_read_only_cache_is_bypassed(tmp_path: Path, caplog: pytest.LogCapture
 def test_the_embedder_of_settings_is_the_one_they_name(tmp_path: Path) -> None:
     from paperscope.config import Settings
 
-    settings = Settings(home=tmp_path, embedding={"batch_size": 7, "runtime": "torch"})
+    settings = Settings(home=tmp_path, embedding={"model": "local", "batch_size": 7, "runtime": "torch"})
     made = embedder_for(settings)
     assert isinstance(made, SentenceTransformerEmbedder)
     assert (made.batch_size, made.runtime, made._cache_dir) == (7, "torch", tmp_path / "cache")

@@ -81,3 +81,27 @@ def test_a_failed_export_falls_back_to_torch_and_a_damaged_file_is_exported_agai
     model = onnx_model.load(default_model_dir())  # the next process exports it again
     assert model is not None and exported.is_file() and not list(exported.parent.glob("*.partial"))
     assert np.abs(model.embed(["kelp canopy otters"])[0] - np.array(vector)).max() < 1e-5
+
+
+def test_the_int8_model_is_a_variant_of_its_own_kept_apart(tmp_path: Path) -> None:
+    """Its vectors are near the model's but not the same: it has its own name (a knowledge base built with one
+    refuses the other), its own cache entries, and no torch fallback that would quietly give the fp32 vectors."""
+    from paperscope.config import Settings
+    from paperscope.errors import ConfigError, StoreError
+    from paperscope.rag.embeddings import LOCAL_INT8_NAME, LOCAL_MODEL_NAME
+    from paperscope.rag.store import PaperStore
+
+    int8, fp32 = make_embedder("local:int8"), make_embedder("local")
+    assert (int8.name, fp32.name) == (LOCAL_INT8_NAME, LOCAL_MODEL_NAME)
+    a, b = np.array(int8.embed_documents(TEXTS)), np.array(fp32.embed_documents(TEXTS))
+    cosines = (a * b).sum(axis=1)
+    # Close (0.994 on average on chunks of papers; short texts move more), and really quantised.
+    assert cosines.min() > 0.9 and np.abs(a - b).max() > 1e-4
+    with pytest.raises(ConfigError, match="int8 variant runs on ONNX Runtime only"):
+        make_embedder("local:int8", runtime="torch")
+    settings = Settings(home=tmp_path)
+    PaperStore(settings, int8).close()
+    with pytest.raises(
+        StoreError, match=rf"built with {LOCAL_INT8_NAME} \(dim 384\); this run uses {LOCAL_MODEL_NAME}"
+    ):
+        PaperStore(settings, fp32)

@@ -7,7 +7,7 @@ import json
 
 from ...config import Settings
 from ...settings_layers import flatten
-from ..embeddings import LOCAL_MODEL_NAME
+from ..embeddings import LOCAL_INT8_NAME, LOCAL_MODEL_NAME
 
 PROP_SETTINGS = "paperscope.settings"
 PROP_OVERRIDES = "paperscope.overrides"
@@ -29,13 +29,13 @@ def spec_of(spec: str, embedder_name: str) -> str:
     `spec` when it names that embedder, else one made from the name (an embedder handed to the store)."""
     provider, _, arg = spec.strip().partition(":")
     named = {
-        "local": LOCAL_MODEL_NAME if not arg else None,
+        "local": {"": LOCAL_MODEL_NAME, "int8": LOCAL_INT8_NAME}.get(arg.strip().lower()),
         "sentence-transformers": f"sentence-transformers:{arg}",
         "openai": f"openai:{arg.partition('@')[0]}",
     }.get(provider.lower())
     if named == embedder_name:
         return spec.strip()
-    return "local" if embedder_name == LOCAL_MODEL_NAME else embedder_name
+    return {LOCAL_MODEL_NAME: "local", LOCAL_INT8_NAME: "local:int8"}.get(embedder_name, embedder_name)
 
 
 def created_properties(settings: Settings, embedder_name: str, dim: int) -> dict[str, str]:

@@ -26,7 +26,9 @@ def test_check_and_repair_run_in_the_server_that_holds_the_store(
     cut = tmp_path / "cut.md"
     results = [f"Result {i}: the ferns grew {i} cm in the shade of old oaks." for i in range(40)]
     cut.write_text(markdown("A Paper Cut Short", 2024, [("## 2 Results", results)]))
-    with PaperStore.open(Settings(home=home, chunking={"chunk_size": 40}, embedding={"batch_size": 2})) as store:
+    with PaperStore.open(
+        Settings(home=home, chunking={"chunk_size": 40}, embedding={"model": "local", "batch_size": 2})
+    ) as store:
         cut_id, planned = interrupt_ingest(store, cut, stored=4)
     flashrank = sample_pdf_ids["flashrank"]
     overwrite_vector_bytes(home / "milvus.db", "papers", flashrank, b"\xff" * 16)
