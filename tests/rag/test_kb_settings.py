@@ -192,3 +192,17 @@ def test_assignments_read_values_as_toml_else_as_text() -> None:
     assert parse_assignment('llm.model="a=b"') == ("llm.model", "a=b")
     with pytest.raises(ConfigError, match="expected NAME=VALUE"):
         parse_assignment("=7")
+
+
+def test_a_kb_whose_chunks_collection_vanished_keeps_its_model_from_the_catalogue(tmp_path: Path) -> None:
+    """The settings live on the chunks collection; without it, repairing the kb must still embed with the model its
+    papers were embedded with (here the int8 one, not the default), as the catalogue names it."""
+    from paperscope.rag.embeddings import make_embedder
+
+    settings = Settings(home=tmp_path, embedding={"model": "local:int8"})
+    with PaperStore(settings, make_embedder("local:int8")) as store:
+        store.client.drop_collection("papers_chunks")
+        assert read_kb_settings(store.client, "papers") == KbSettings(
+            "papers", {"embedding.model": "local:int8"}, {}, 384
+        )
+        assert read_kb_settings(store.client, "absent") is None  # no catalogue either: no kb
