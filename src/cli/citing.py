@@ -35,17 +35,12 @@ def _rows(kind: str, given: str, kb: str | None, server: str | None) -> dict[str
         with remote_client(server) as remote:
             found: dict[str, Any] = remote.citing(kind, given, kb)
         return found
-    from ..rag.citing import cited_by, find_paper, references
+    from ..rag.citing import citing_listing
 
     settings = settings_for(kb)
     try:
         with open_kb(settings) as store:
-            paper = find_paper(store, given)
-            listed = references(store, paper) if kind == "references" else cited_by(store, paper)
-            return {
-                "paper": {"doc_id": paper.doc_id, "title": paper.title},
-                kind: [row.model_dump(mode="json") for row in listed],
-            }
+            return citing_listing(store, given, kind)
     except PaperscopeError as exc:
         raise fail(exc) from None
 

@@ -7,6 +7,8 @@ ingested later is found among the references of the papers before it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from ..errors import UnknownPaper
@@ -108,3 +110,11 @@ def find_paper(store: PaperStore, given: str) -> PaperRecord:
         hint = f" (closest: {near})" if near else ""
         raise UnknownPaper(f"no paper of knowledge base {store.kb!r} is {key!r}{hint}; give its doc_id")
     return catalogue.by_id[location.doc_id]
+
+
+def citing_listing(store: PaperStore, given: str, kind: str) -> dict[str, Any]:
+    """What `refs`/`citedby --json` print and GET /v1/references and /v1/cited-by answer: `{"paper": {doc_id,
+    title}, kind: [...]}`, `kind` "references" (the paper's reference list) or "cited_by" (the papers citing it)."""
+    paper = find_paper(store, given)
+    rows = references(store, paper) if kind == "references" else cited_by(store, paper)
+    return {"paper": {"doc_id": paper.doc_id, "title": paper.title}, kind: [r.model_dump(mode="json") for r in rows]}

@@ -17,7 +17,7 @@ from ...rag.store import PaperRecord, StoredChunk
 from ..errors import ApiError
 from ..jobs import Job
 from ..library import KnowledgeBase
-from ..state import ServiceDep
+from ..state import Service, ServiceDep
 from ..uploads import check_content_type, check_name, remove_uploads, store_upload
 
 router = APIRouter(tags=["documents"])
@@ -211,31 +211,21 @@ PaperQuery = Annotated[
 ]
 
 
+async def _citing(service: Service, paper: str, kb: str | None, kind: str) -> dict[str, Any]:
+    from ...rag.citing import citing_listing
+
+    target = service.library.get(kb)
+    found: dict[str, Any] = await service.run(citing_listing, target.store, paper, kind)
+    return found
+
+
 @router.get("/v1/references", summary="A paper's reference list, the papers the library holds marked")
 async def paper_references(service: ServiceDep, paper: PaperQuery, kb: KbQuery = None) -> dict[str, Any]:
     """What `paperscope refs PAPER --json` prints: the paper, and its references each with `held` (a doc_id or null)."""
-    from ...rag.citing import find_paper, references
-
-    target = service.library.get(kb)
-
-    def listing() -> dict[str, Any]:
-        record = find_paper(target.store, paper)
-        rows = [r.model_dump(mode="json") for r in references(target.store, record)]
-        return {"paper": {"doc_id": record.doc_id, "title": record.title}, "references": rows}
-
-    return await service.run(listing)
+    return await _citing(service, paper, kb, "references")
 
 
 @router.get("/v1/cited-by", summary="The papers of the library that cite a paper")
 async def paper_cited_by(service: ServiceDep, paper: PaperQuery, kb: KbQuery = None) -> dict[str, Any]:
     """What `paperscope citedby PAPER --json` prints: the paper, and the papers citing it with the entry that does."""
-    from ...rag.citing import cited_by, find_paper
-
-    target = service.library.get(kb)
-
-    def listing() -> dict[str, Any]:
-        record = find_paper(target.store, paper)
-        rows = [c.model_dump(mode="json") for c in cited_by(target.store, record)]
-        return {"paper": {"doc_id": record.doc_id, "title": record.title}, "cited_by": rows}
-
-    return await service.run(listing)
+    return await _citing(service, paper, kb, "cited_by")
