@@ -3,6 +3,8 @@
 For each size (default 1000, 10000, 100000 chunks) a fresh Milvus Lite kb is filled with synthetic
 papers (built like store_bench.py's) and these are timed over sampled sentences as queries:
 
+- bm25: one bare `PaperStore.search_bm25(q, k=10)` over the whole collection: the engine's own floor, one pass
+  over the library in Milvus Lite (which keeps no index), that an answer's cost is read against (answer / bm25);
 - hybrid: `PaperStore.search_hybrid(q, k=10)` (dense + BM25, RRF), retrieval only;
 - answer: single-shot `Searcher.answer(q)` without a chat model (route, retrieve, MMR, context
   windows + Introduction, extractive answer);
@@ -243,6 +245,7 @@ def run_size(size: int, args: argparse.Namespace, embedder: HashEmbedder) -> dic
             model.add(*agent_script(q))  # type: ignore[arg-type]
             agent.run(q)
 
+        bm25 = timed_ms(lambda q: store.search_bm25(q, k=args.k), queries)
         hybrid = timed_ms(lambda q: store.search_hybrid(q, k=args.k), queries)
         catalogue = timed_ms(lambda q: store.list_papers(), queries[:10])  # every row, every field
         cached = timed_ms(lambda q: store.catalogue(), queries)  # what a question pays: the version check
@@ -271,6 +274,8 @@ def run_size(size: int, args: argparse.Namespace, embedder: HashEmbedder) -> dic
         "size": size,
         "chunks": n_chunks,
         "build": gen_s + insert_s,
+        "b50": pct(bm25, 50),
+        "b95": pct(bm25, 95),
         "h50": pct(hybrid, 50),
         "h95": pct(hybrid, 95),
         "a50": pct(answer, 50),
@@ -322,15 +327,17 @@ def main() -> None:
             print(f"kept {args.home}")
     print()
     print(
-        "| size (chunks) | build s | hybrid p50/p95 ms | answer p50/p95 ms | agent run p50/p95 ms "
-        "| agent per-step overhead ms (p50) | catalogue per question / full read ms (p50) | peak RSS MB |"
+        "| size (chunks) | build s | bare BM25 p50/p95 ms | hybrid p50/p95 ms | answer p50/p95 ms "
+        "| answer / BM25 (p50) | agent run p50/p95 ms | agent per-step overhead ms (p50) "
+        "| catalogue per question / full read ms (p50) | peak RSS MB |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        ratio = r["a50"] / max(r["b50"], 1e-9)
         print(
-            f"| {r['chunks']:.0f} | {r['build']:.0f} | {r['h50']:.1f} / {r['h95']:.1f} | {r['a50']:.0f} / "
-            f"{r['a95']:.0f} | {r['r50']:.0f} / {r['r95']:.0f} | {r['s50']:.1f} ({r['turns']:.0f} turns) "
-            f"| {r['cc50']:.1f} / {r['c50']:.0f} | {r['peak']:.0f} |"
+            f"| {r['chunks']:.0f} | {r['build']:.0f} | {r['b50']:.1f} / {r['b95']:.1f} | {r['h50']:.1f} / "
+            f"{r['h95']:.1f} | {r['a50']:.0f} / {r['a95']:.0f} | {ratio:.1f}x | {r['r50']:.0f} / {r['r95']:.0f} "
+            f"| {r['s50']:.1f} ({r['turns']:.0f} turns) | {r['cc50']:.1f} / {r['c50']:.0f} | {r['peak']:.0f} |"
         )
     print()
     print(
