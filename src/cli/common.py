@@ -269,7 +269,8 @@ ServerOption = Annotated[
     typer.Option(
         "--server",
         envvar="PAPERSCOPE_SERVER",
-        help="Ask this running `paperscope serve` (URL) instead of opening the store; or PAPERSCOPE_SERVER.",
+        help="Ask this running `paperscope serve` (URL) instead of opening the store; or PAPERSCOPE_SERVER. ask, "
+        "retrieve, papers and chat use the server running on this data directory by themselves.",
     ),
 ]
 

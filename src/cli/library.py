@@ -35,6 +35,7 @@ from .common import (
     warn_damaged,
     write_json,
 )
+from .running import own_server
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -481,6 +482,7 @@ def papers(
 
     from ..operations import paper_rows
 
+    server = server or own_server()
     if server:
         with remote_client(server) as remote:
             rows = remote.papers(kb)

@@ -33,6 +33,7 @@ from .common import (
     transform_names,
     write_json,
 )
+from .running import own_server
 
 if TYPE_CHECKING:
     from ..answer.model import Answer
@@ -81,6 +82,7 @@ def ask(
 
     if output not in ("text", "markdown", "bibtex"):
         raise fail(ConfigError(f"--format {output!r}: expected text, markdown or bibtex"))
+    server = server or own_server()  # this home's running server holds the store and the loaded model
     # Through a server, the server checks the options (and nothing slow to import is loaded here).
     check_scope(question, paper if not server else None, section if not server else None)
     options = {
@@ -143,6 +145,7 @@ def retrieve(
     from ..operations import RetrieveRequest, settings_request
     from ..operations import retrieve as run_retrieve
 
+    server = server or own_server()
     check_scope(question, paper if not server else None, section if not server else None)
     options = {
         "kb": kb, "paper": paper, "section": section, "collection": collection, "retriever": retriever,
@@ -212,6 +215,7 @@ def chat(
     --collection keeps every answer to the papers of one library collection (answered single-shot)."""
     from ..chat import chat_loop
 
+    server = server or own_server()
     if server:
         from .remote import RemoteRunner
 

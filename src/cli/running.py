@@ -1,9 +1,10 @@
 """`$PAPERSCOPE_HOME/serve.json`: where the `paperscope serve` of a data directory runs, while it runs.
 
 The server holds the Milvus Lite file's lock for as long as it runs, so a command of the same home cannot open
-the store; finding this record (its process alive), the command says where the server is and how to use it
-(`--server URL`, or PAPERSCOPE_SERVER) instead of failing on the lock. A record left by a server that died is
-ignored.
+the store. `ask`, `retrieve`, `papers` and `chat` then go through it by themselves (`own_server`): the model and
+the store are loaded there already, so the answer comes in a fraction of a fresh process's time. The other
+commands, finding this record (its process alive), say where the server is and how to use it (`--server URL`, or
+PAPERSCOPE_SERVER) instead of failing on the lock. A record left by a server that died is ignored.
 """
 
 from __future__ import annotations
@@ -71,6 +72,12 @@ def home_from_env() -> Path:
     from ..config import Settings
 
     return Path(os.environ.get("PAPERSCOPE_HOME") or Settings.model_fields["home"].default).expanduser()
+
+
+def own_server(home: Path | None = None) -> str | None:
+    """The URL of the `paperscope serve` running on this data directory (PAPERSCOPE_HOME), or None."""
+    found = read_record(home or home_from_env())
+    return str(found["url"]) if found is not None else None
 
 
 def server_hint(home: Path | None = None) -> str | None:

@@ -104,22 +104,27 @@ def test_errors_through_the_server_are_one_line(cli: CliRunner, server: Served) 
     assert bad.exit_code == 1 and "nonsense" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_a_command_finding_the_store_held_by_the_server_says_how_to_reach_it(server: Served) -> None:
+def test_a_command_of_the_servers_home_goes_through_it_or_says_how_to_reach_it(server: Served) -> None:
+    """ask, retrieve, papers and chat use the server running on their home by themselves (with its key); the others
+    say where it is, as the store is held."""
     env = clean_env(server.home)
-    held = subprocess.run([str(PAPERSCOPE), "papers"], env=env, capture_output=True, text=True, timeout=300)
-    assert held.returncode == 1
-    assert f"paperscope serve is running at {server.url}" in held.stderr
-    assert f"use --server {server.url} (or PAPERSCOPE_SERVER={server.url})" in held.stderr
-    through = subprocess.run(
-        [str(PAPERSCOPE), "papers", "--json"],
-        env={**env, "PAPERSCOPE_SERVER": server.url, "PAPERSCOPE_API_KEY": KEY},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        command = [str(PAPERSCOPE), *args]
+        return subprocess.run(command, env={**env, **extra}, capture_output=True, text=True, timeout=300)
+
+    through = run("papers", "--json", PAPERSCOPE_API_KEY=KEY)
     assert through.returncode == 0, through.stderr
     with server.client() as http:
         assert json.loads(through.stdout) == http.get("/v1/documents").json()
+    asked = run("ask", QUESTION, "--json", PAPERSCOPE_API_KEY=KEY)
+    assert asked.returncode == 0 and "FlashRank" in json.loads(asked.stdout)["answer"], asked.stderr
+    keyless = run("papers")
+    assert keyless.returncode == 1 and "set PAPERSCOPE_API_KEY to the server's key" in keyless.stderr
+    held = run("check")
+    assert held.returncode == 1
+    assert f"paperscope serve is running at {server.url}" in held.stderr
+    assert f"use --server {server.url} (or PAPERSCOPE_SERVER={server.url})" in held.stderr
 
 
 def test_a_stale_record_is_ignored(tmp_path: Path) -> None:
