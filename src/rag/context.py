@@ -11,12 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, model_validator
 
 from ..parser.models import SectionCategory
 from .cues import STOPWORDS
-from .store import PaperStore, StoredChunk
+from .store import StoredChunk
+
+if TYPE_CHECKING:
+    from .store import PaperStore
 from .tokens import TokenCounter
 
 # get_body_chunks reads at most this many chunk indexes at once.

@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .cues import (
     NAME_IN_QUESTION,
@@ -31,7 +32,10 @@ from .cues import (
     refers_to_one_paper,
     refers_to_several_papers,
 )
-from .store import PaperRecord, PaperStore
+from .store import PaperRecord
+
+if TYPE_CHECKING:
+    from .store import PaperStore
 
 # Calibrated on the dev questions (see README, "Finding the paper"): a paper is located when its score
 # reaches LOCATE_SCORE and leads the next paper by LOCATE_MARGIN.

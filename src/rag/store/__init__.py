@@ -21,10 +21,9 @@ Same code path for Milvus Lite (a local file, the default) and a Milvus server: 
 The checks on Milvus Lite were made against milvus-lite 3.2.2 + pymilvus 3.0.2.
 """
 
-from .base import CONSISTENCY, QUERY_WINDOW
-from .catalogue import Catalogue
-from .connection import knowledge_bases, lite_damage, lite_problem, peek_client
-from .paper_store import PaperStore
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .records import (
     STATUS_BROKEN,
     STATUS_INGESTING,
@@ -37,7 +36,32 @@ from .records import (
     clipped,
     raptor_citation,
 )
-from .schema import CHUNK_FIELDS, PAPER_FIELDS, PROP_DIM, PROP_EMBEDDER, PROP_SCHEMA, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from .base import CONSISTENCY, QUERY_WINDOW
+    from .catalogue import Catalogue
+    from .connection import knowledge_bases, lite_damage, lite_problem, peek_client
+    from .paper_store import PaperStore
+    from .schema import CHUNK_FIELDS, PAPER_FIELDS, PROP_DIM, PROP_EMBEDDER, PROP_SCHEMA, SCHEMA_VERSION
+
+# What needs pymilvus (and pandas under it: half a second to import) is imported when first asked for: a command
+# that only reads an answer through a running server, or the records of one, never loads it.
+_LAZY = {
+    **dict.fromkeys(("CONSISTENCY", "QUERY_WINDOW"), ".base"),
+    "Catalogue": ".catalogue",
+    **dict.fromkeys(("knowledge_bases", "lite_damage", "lite_problem", "peek_client"), ".connection"),
+    "PaperStore": ".paper_store",
+    **dict.fromkeys(
+        ("CHUNK_FIELDS", "PAPER_FIELDS", "PROP_DIM", "PROP_EMBEDDER", "PROP_SCHEMA", "SCHEMA_VERSION"), ".schema"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CHUNK_FIELDS",
