@@ -103,7 +103,7 @@ sys.meta_path.insert(0, Spy())
 import paperscope.cli
 from paperscope.backend_logs import quiet_backend_loggers
 quiet_backend_loggers()
-import paperscope.rag.store  # what imports pymilvus (and grpc under it)
+from paperscope.rag.store import PaperStore  # what imports pymilvus (and grpc under it), when first asked for
 print(json.dumps(seen))
 """
 

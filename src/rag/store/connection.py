@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,35 @@ _LITE_USERS: dict[str, int] = {}
 _LITE_LOCK = threading.Lock()
 # Lite servers `peek_client(keep_warm=True)` left running for the store opened next (see `release_warm`).
 _WARM: set[str] = set()
+# When this process last stopped the Lite server of a path: the server's process may hold the data directory's lock
+# for a moment after, and a store opened on it at once would fail as if another program held it.
+_RELEASED: dict[str, float] = {}
+RELEASE_GRACE = 10.0  # seconds after a stop in which a held lock is waited for
+LOCK_WAIT = 5.0  # seconds waited, at most, for the stopped server to let go
+
+
+def _release(path: str) -> None:
+    from milvus_lite.server_manager import server_manager_instance
+
+    server_manager_instance.release_server(path)
+    with _LITE_LOCK:
+        _RELEASED[path] = time.monotonic()
+
+
+def _client(target: str, token: str, lite: str | None) -> MilvusClient:
+    """A client of `target`; for a Lite path whose server this process stopped a moment ago, tried again while the
+    stopping server still holds the lock (up to LOCK_WAIT seconds)."""
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            return MilvusClient(uri=target, token=token)
+        except Exception:
+            with _LITE_LOCK:
+                stopped = _RELEASED.get(lite or "", -1e9)
+            recent = lite is not None and time.monotonic() - stopped < RELEASE_GRACE
+            if not recent or time.monotonic() > deadline or "holds the lock" not in lite_problem(lite or ""):
+                raise
+            time.sleep(0.2)
 
 
 def resolve_uri(settings: Settings, create: bool = True) -> tuple[str, str | None]:
@@ -63,7 +93,7 @@ def connect(settings: Settings, create: bool = True) -> tuple[MilvusClient, str,
     kb = settings.store.kb
     uri, lite_path = resolve_uri(settings, create)
     try:
-        client = MilvusClient(uri=uri, token=settings.store.token or "")
+        client = _client(uri, settings.store.token or "", lite_path)
     except Exception as exc:
         why = lite_problem(lite_path) if lite_path else str(exc)
         raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {uri}: {why}") from exc
@@ -86,9 +116,7 @@ def disconnect(client: MilvusClient, lite_path: str | None) -> None:
                 else:
                     _LITE_USERS.pop(lite_path, None)
             if users <= 0:
-                from milvus_lite.server_manager import server_manager_instance
-
-                server_manager_instance.release_server(lite_path)
+                _release(lite_path)
                 with _LITE_LOCK:
                     _WARM.discard(lite_path)
 
@@ -98,11 +126,8 @@ def release_warm() -> None:
     with _LITE_LOCK:
         idle = [path for path in _WARM if not _LITE_USERS.get(path)]
         _WARM.difference_update(idle)
-    if idle:
-        from milvus_lite.server_manager import server_manager_instance
-
-        for path in idle:
-            server_manager_instance.release_server(path)
+    for path in idle:
+        _release(path)
 
 
 def knowledge_bases(client: MilvusClient) -> list[str]:
@@ -196,7 +221,7 @@ def peek_client(settings: Settings, *, keep_warm: bool = False) -> Iterator[Milv
     target = lite or str(uri)
     started = lite is not None and not _lite_running(lite)
     try:
-        client = MilvusClient(uri=target, token=settings.store.token or "")
+        client = _client(target, settings.store.token or "", lite)
     except Exception as exc:
         why = str(exc)
         if lite is not None:
@@ -212,6 +237,4 @@ def peek_client(settings: Settings, *, keep_warm: bool = False) -> Iterator[Milv
                 with _LITE_LOCK:
                     _WARM.add(lite)
             elif started and lite is not None:
-                from milvus_lite.server_manager import server_manager_instance
-
-                server_manager_instance.release_server(lite)
+                _release(lite)
