@@ -46,17 +46,20 @@ def _release(path: str) -> None:
 
 
 def _client(target: str, token: str, lite: str | None) -> MilvusClient:
-    """A client of `target`; for a Lite path whose server this process stopped a moment ago, tried again while the
-    stopping server still holds the lock (up to LOCK_WAIT seconds)."""
+    """A client of `target`, tried again (up to LOCK_WAIT seconds) where a failure is passing: a Lite path whose
+    server this process stopped a moment ago (the stopping server still holds the lock), or whose server this
+    process runs (its gRPC server, busy in another thread, was slow to answer the connection)."""
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
             return MilvusClient(uri=target, token=token)
         except Exception:
+            if lite is None or time.monotonic() > deadline:
+                raise
             with _LITE_LOCK:
-                stopped = _RELEASED.get(lite or "", -1e9)
-            recent = lite is not None and time.monotonic() - stopped < RELEASE_GRACE
-            if not recent or time.monotonic() > deadline or "holds the lock" not in lite_problem(lite or ""):
+                stopped = _RELEASED.get(lite, -1e9)
+            recent = time.monotonic() - stopped < RELEASE_GRACE and "holds the lock" in lite_problem(lite)
+            if not (recent or _lite_running(lite)):
                 raise
             time.sleep(0.2)
 
@@ -96,6 +99,8 @@ def connect(settings: Settings, create: bool = True) -> tuple[MilvusClient, str,
         client = _client(uri, settings.store.token or "", lite_path)
     except Exception as exc:
         why = lite_problem(lite_path) if lite_path else str(exc)
+        if lite_path is not None and _lite_running(lite_path):  # the lock is this process's own: say what failed
+            why = f"this process serves it, and connecting failed: {' '.join(str(exc).split())[:300]}"
         raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {uri}: {why}") from exc
     if lite_path is not None:
         with _LITE_LOCK:
@@ -226,6 +231,8 @@ def peek_client(settings: Settings, *, keep_warm: bool = False) -> Iterator[Milv
         why = str(exc)
         if lite is not None:
             why = lite_problem(lite)
+            if _lite_running(lite):  # the lock is this process's own: say what failed
+                why = f"this process serves it, and connecting failed: {' '.join(str(exc).split())[:300]}"
         raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {target}: {why}") from exc
     try:
         yield client
