@@ -30,36 +30,24 @@ _LITE_USERS: dict[str, int] = {}
 _LITE_LOCK = threading.Lock()
 # Lite servers `peek_client(keep_warm=True)` left running for the store opened next (see `release_warm`).
 _WARM: set[str] = set()
-# When this process last stopped the Lite server of a path: the server's process may hold the data directory's lock
-# for a moment after, and a store opened on it at once would fail as if another program held it.
-_RELEASED: dict[str, float] = {}
-RELEASE_GRACE = 10.0  # seconds after a stop in which a held lock is waited for
-LOCK_WAIT = 5.0  # seconds waited, at most, for the stopped server to let go
+LOCK_WAIT = 5.0  # seconds a failing connection to this process's own Lite server is tried again
 
 
 def _release(path: str) -> None:
     from milvus_lite.server_manager import server_manager_instance
 
     server_manager_instance.release_server(path)
-    with _LITE_LOCK:
-        _RELEASED[path] = time.monotonic()
 
 
 def _client(target: str, token: str, lite: str | None) -> MilvusClient:
-    """A client of `target`, tried again (up to LOCK_WAIT seconds) where a failure is passing: a Lite path whose
-    server this process stopped a moment ago (the stopping server still holds the lock), or whose server this
-    process runs (its gRPC server, busy in another thread, was slow to answer the connection)."""
+    """A client of `target`, tried again (up to LOCK_WAIT seconds) when it is a Lite path this process serves: its
+    gRPC server, busy in another thread, was slow to answer the connection."""
     deadline = time.monotonic() + LOCK_WAIT
     while True:
         try:
             return MilvusClient(uri=target, token=token)
         except Exception:
-            if lite is None or time.monotonic() > deadline:
-                raise
-            with _LITE_LOCK:
-                stopped = _RELEASED.get(lite, -1e9)
-            recent = time.monotonic() - stopped < RELEASE_GRACE and "holds the lock" in lite_problem(lite)
-            if not (recent or _lite_running(lite)):
+            if lite is None or time.monotonic() > deadline or not _lite_running(lite):
                 raise
             time.sleep(0.2)
 
