@@ -24,6 +24,7 @@ from .gate import Gate, bearer
 from .jobs import JobQueue
 from .library import Library
 from .openai_compat import router as openai_router
+from .routes.api_docs import mount_api_docs
 from .routes.documents import router as documents_router
 from .routes.health import router as health_router
 from .routes.maintenance import router as maintenance_router
@@ -94,7 +95,14 @@ def create_app(
             reads.shutdown(wait=False, cancel_futures=True)
             lib.close()
 
-    app = FastAPI(title="paperscope", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(
+        title="paperscope",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # served by mount_api_docs from the package's own files, not a CDN
+        redoc_url=None,
+    )
     app.state.stopping = stopping
     errors.install(app)
     app.add_middleware(
@@ -115,4 +123,5 @@ def create_app(
     for router in (web_router, *routers):
         app.include_router(router)
     mount_static(app)
+    mount_api_docs(app)
     return app

@@ -74,3 +74,19 @@ def test_the_package_ships_every_file_of_the_page() -> None:
     src = ROOT / "src"
     shipped = {p for pattern in globs for p in src.glob(pattern)}
     assert set(static_files()) <= shipped
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_the_api_docs_load_every_file_from_this_server(anonymous: httpx.Client, page: str) -> None:
+    """FastAPI's own pages load Swagger UI and ReDoc from a CDN: blank offline. Ours name only files served here."""
+    html = anonymous.get(page)
+    assert html.status_code == 200 and "paperscope" in html.text
+    refs = [next(g for g in m.groups() if g is not None).strip("'\"") for m in REFERENCE.finditer(html.text)]
+    urls = re.findall(r"""url:\\s*'([^']+)'|spec-url="([^"]+)\"""", html.text)
+    assert refs and not re.search(r"https?://|//cdn", html.text), html.text
+    for ref in refs + [u for pair in urls for u in pair if u]:
+        assert ref.startswith("/"), f"{page} loads {ref}"
+        response = anonymous.get(ref)
+        assert response.status_code == 200, ref
+        assert len(response.content) > 100, ref
+    assert "/openapi.json" in html.text and anonymous.get("/openapi.json").json()["info"]["title"] == "paperscope"
