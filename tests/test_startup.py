@@ -114,3 +114,20 @@ def test_papers_lists_a_store_unchanged_since_without_loading_milvus(home: Path,
     assert "pymilvus" in loaded
     again, printed_again = papers(tmp_path / "again.json")
     assert again == [] and printed_again == printed and "Otters" in printed
+
+
+def test_a_command_answered_from_the_listing_loads_no_numpy_or_pattern_tables(home: Path, tmp_path: Path) -> None:
+    """What a client of a running server imports too (`ask` through `serve` is a fresh process each time): numpy
+    (the semantic chunker's), the reference-list patterns and Rich's Markdown (a model's answer only) are each tens
+    of milliseconds of every command."""
+    heavy = ("numpy", "paperscope.sources.references", "rich.markdown", "pymilvus")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PAPERSCOPE_", "MILVUS_"))}
+    env["PAPERSCOPE_HOME"] = str(home)
+    loaded: list[str] = []
+    for run in ("first", "again"):  # the first run reads the store and writes the listing the second reads
+        out = tmp_path / f"{run}.json"
+        code = DRIVER.format(heavy=heavy, out=str(out), args=["papers", "--json"])
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        loaded = json.loads(out.read_text())
+    assert loaded == []

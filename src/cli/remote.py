@@ -47,7 +47,9 @@ class Remote:
         key = os.environ.get(KEY_ENV)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Timeout(timeout, connect=10.0)
-        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=limits)
+        # Plain http has no certificates to check: skipping the CA bundle saves a tenth of a second per command.
+        verify = self.url.startswith("https://")
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=limits, verify=verify)
 
     def close(self) -> None:
         self.client.close()

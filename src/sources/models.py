@@ -1,4 +1,8 @@
-"""What a library knows about a paper (PaperMeta) and one paper of a library to ingest (LibraryItem)."""
+"""What a library knows about a paper (PaperMeta), one paper of a library to ingest (LibraryItem), an entry of a
+paper's reference list (Reference) and a held paper as matching sees it (HeldPaper).
+
+The types alone, without references.py's patterns: the store's records import them, and so every command does.
+"""
 
 from __future__ import annotations
 
@@ -49,3 +53,27 @@ class LibraryItem(BaseModel):
     problem: str = Field(
         "", description="Why the item cannot be ingested, in one line naming it (a missing attachment file)."
     )
+
+
+class Reference(BaseModel):
+    """One entry of a paper's reference list."""
+
+    n: int = Field(description="1-based position in the list.")
+    label: str = Field(description='Label as printed: "[12]", "12.", "(12)", or "" for author-year lists.')
+    text: str = Field(description="The whole entry as one line, label excluded.")
+    title: str = Field(default="", description="Best guess of the cited work's title.")
+    authors: list[str] = Field(default_factory=list, description="Family names as printed, in order; may be partial.")
+    year: int | None = None
+    doi: str | None = Field(default=None, description="Lower-case DOI.")
+    arxiv_id: str | None = Field(default=None, description="arXiv id without version.")
+
+
+class HeldPaper(BaseModel):
+    """A paper the library holds, as far as matching needs it."""
+
+    doc_id: str
+    title: str
+    doi: str | None = None
+    arxiv_id: str | None = None
+    year: int | None = None
+    authors: list[str] = Field(default_factory=list)

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from pydantic import BaseModel, Field
-
 from paperscope.parser import Paper, Paragraph
+
+from .models import HeldPaper, Reference
 
 __all__ = ["HeldPaper", "Reference", "ReferenceMatcher", "match_reference", "parse_references"]
 
@@ -34,30 +34,6 @@ MAX_ENTRIES = 2000
 MAX_ENTRY_CHARS = 2000
 _MAX_LIST_CHARS = MAX_ENTRIES * MAX_ENTRY_CHARS // 4
 _MAX_TITLE_CHARS = 300
-
-
-class Reference(BaseModel):
-    """One entry of a paper's reference list."""
-
-    n: int = Field(description="1-based position in the list.")
-    label: str = Field(description='Label as printed: "[12]", "12.", "(12)", or "" for author-year lists.')
-    text: str = Field(description="The whole entry as one line, label excluded.")
-    title: str = Field(default="", description="Best guess of the cited work's title.")
-    authors: list[str] = Field(default_factory=list, description="Family names as printed, in order; may be partial.")
-    year: int | None = None
-    doi: str | None = Field(default=None, description="Lower-case DOI.")
-    arxiv_id: str | None = Field(default=None, description="arXiv id without version.")
-
-
-class HeldPaper(BaseModel):
-    """A paper the library holds, as far as matching needs it."""
-
-    doc_id: str
-    title: str
-    doi: str | None = None
-    arxiv_id: str | None = None
-    year: int | None = None
-    authors: list[str] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -14,13 +14,17 @@ from __future__ import annotations
 import re
 from functools import cache
 from itertools import groupby
+from typing import TYPE_CHECKING
 
-import numpy as np
 import sentencex
 
 from ...errors import ChunkingError
 from ...parser.models import Paper, Paragraph, Section
 from ..tokens import TokenCounter, TokenSpans
+
+if TYPE_CHECKING:
+    import numpy as np
+
 from .base import (
     Chunk,
     ChunkOptions,
@@ -165,6 +169,8 @@ def token(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
+    import numpy as np  # here, not above: every command imports the chunkers, only the semantic one needs numpy
+
     return np.asarray(vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12))
 
 
@@ -172,6 +178,8 @@ def _neighbour_distances(vectors: np.ndarray) -> np.ndarray:
     """Cosine distance between sentence k and k + 1, each seen with its neighbours on both sides (the mean of
     three sentence vectors): a short sentence alone says little about its topic. Embedding sentences once and
     averaging costs a third of embedding three-sentence windows."""
+    import numpy as np
+
     if len(vectors) < 2:
         return np.zeros(0, dtype=np.float32)
     unit = _unit(vectors)
@@ -184,6 +192,8 @@ def _neighbour_distances(vectors: np.ndarray) -> np.ndarray:
 def semantic(paper: Paper, tokens: TokenCounter, opts: ChunkOptions) -> list[Chunk]:
     """Sentences grouped up to chunk_size tokens, cut where neighbouring sentences' embeddings are further
     apart than `breakpoint_percentile` percent of the paper's neighbours are (a quarter of the size at least)."""
+    import numpy as np
+
     if opts.embed is None:
         raise ChunkingError(
             f"{paper.source or paper.title}: the semantic chunker needs an embedding model (ChunkOptions.embed)"

@@ -13,7 +13,7 @@ from itertools import groupby
 from typing import Any
 
 from ...parser.models import SectionCategory
-from ...sources.references import Reference
+from ...sources.models import Reference
 from ..filters import KINDS, SearchFilter, and_exprs, parse_category, quote_string, string_in, validate_doc_id
 from .base import CONSISTENCY, StoreBase, key_in
 from .records import SHA256, STATUS_READY, PaperRecord, StoredChunk, chunk_row_id, to_chunk, to_paper, to_references

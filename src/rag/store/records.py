@@ -15,8 +15,7 @@ from pydantic import BaseModel, Field
 
 from ...errors import StoreError
 from ...parser.models import Section, SectionCategory
-from ...sources.models import PaperMeta
-from ...sources.references import Reference
+from ...sources.models import PaperMeta, Reference
 from ..chunking import Chunk
 
 STATUS_INGESTING = "ingesting"
