@@ -18,6 +18,7 @@ ASSETS = "/static-docs"
 #: fastapi-offline's files (swagger-ui-bundle.js, swagger-ui.css, redoc.standalone.js, favicon.png).
 ASSET_DIR = str(files("fastapi_offline") / "static")
 
+
 def mount_api_docs(app: FastAPI) -> None:
     """Mount the docs' files and their two pages (the app is built with `docs_url=None, redoc_url=None`)."""
     app.mount(ASSETS, StaticFiles(directory=ASSET_DIR), name="static-docs")
