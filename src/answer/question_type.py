@@ -43,7 +43,12 @@ _EN_NUMBER = re.compile(
     rf"|\b(?:what|which)\s+(?:(?:is|are|was|were)\s+(?:the|its|their)\s+)?(?:[\w'’-]+\s+){{0,5}}?(?:{_MEASURE})\b"
     rf"|\bby (?:what|how much)\b|\bwhat (?:share|fraction|proportion|percentage)\b"
     # "what log-loss does it get", "what mIoU does it reach": a measure, whatever its name, is a figure
-    rf"|\bwhat\s+(?:[\w'’-]+\s+){{1,6}}?(?:does|do|did)\s+.+\b(?:reach|achieve|attain|obtain|score|get|gets|got)\b",
+    rf"|\bwhat\s+(?:[\w'’-]+\s+){{1,6}}?(?:does|do|did)\s+.+\b(?:reach|achieve|attain|obtain|score|get|gets|got)\b"
+    # "give the exact figure", "report the value": a request for a figure, whatever the question before it asks
+    rf"|\b(?:give|state|report|quote|provide|name)\s+(?:the|its|their|an?)\s+(?:exact\s+|precise\s+)?"
+    rf"(?:figures?|numbers?|values?|counts?|amounts?|percentages?)\b|\bexact (?:figures?|numbers?|values?)\b"
+    # "above what scale", "at what temperature", "up to what size": a threshold or a setting, stated as a value
+    rf"|\b(?:above|below|at|over|under|beyond|up to|down to|within)\s+what\b(?!\s+(?:stage|step|point|phase)s?\b)",
     re.I,
 )
 # 多少 how many/much, 几 + measure word (not 几乎 "almost"), 多大/多长/多久/多高/多快/多远, 百分之 percent, 比例 ratio.

@@ -118,6 +118,10 @@ def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
         ("What technology qualification and area weighing does T08 get?", {Ask.NUMBER}),
         ("How good an approximation of the median can be computed in linear time?", {Ask.NUMBER}),
         ("Which plot shows the squared-error-versus-rank curve?", {Ask.ENTITY}),  # a compound compares nothing
+        # a request for the figure after a yes/no question, and a threshold asked with a preposition
+        ("Does the decoder reach 95% on the testbed? Give the exact figure.", {Ask.YESNO, Ask.NUMBER}),
+        ("Below what pressure does the seal start to leak?", {Ask.NUMBER}),
+        ("At what stage is the filter applied?", set()),  # a stage is no value
         ("论文的局限性是什么？", {Ask.LIMITATION}),
         (
             "What did the authors of 'Heart Failure Programmes: Why They Work' find?",
