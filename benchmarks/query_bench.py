@@ -28,6 +28,7 @@ Usage: python benchmarks/query_bench.py [--sizes 1000,10000,100000] [--queries 5
 from __future__ import annotations
 
 import argparse
+import collections
 import hashlib
 import itertools
 import platform
@@ -152,6 +153,43 @@ def rss_mb() -> tuple[float, float]:
     return peak, current
 
 
+class MilvusCalls:
+    """Counts the requests a store sends to Milvus (search, hybrid_search, query, get) by collection, and the time
+    spent in them: what an answer costs in passes over the library, read beside its wall time."""
+
+    METHODS = ("search", "hybrid_search", "query", "get")
+
+    def __init__(self, store: PaperStore) -> None:
+        self.calls: collections.Counter[str] = collections.Counter()
+        self.seconds: collections.Counter[str] = collections.Counter()
+        self._client = store.client
+        self._saved = {m: getattr(self._client, m) for m in self.METHODS}
+        for method, call in self._saved.items():
+            setattr(self._client, method, self._counted(method, call, store))
+
+    def _counted(self, method: str, call: Callable[..., object], store: PaperStore) -> Callable[..., object]:
+        def counted(collection_name: str, *args: object, **kwargs: object) -> object:
+            which = "chunks" if collection_name == store.chunks_name else "papers"
+            started = time.perf_counter()
+            try:
+                return call(collection_name, *args, **kwargs)
+            finally:
+                self.calls[f"{method} {which}"] += 1
+                self.seconds[f"{method} {which}"] += time.perf_counter() - started
+
+        return counted
+
+    def close(self) -> None:
+        for method, call in self._saved.items():
+            setattr(self._client, method, call)
+
+    def per(self, n: int) -> str:
+        """ "search chunks 1.0 (61 ms), query papers 4.0 (9 ms), ...": calls and ms per question."""
+        return ", ".join(
+            f"{key} {self.calls[key] / n:.1f} ({self.seconds[key] / n * 1000:.0f} ms)" for key in sorted(self.calls)
+        )
+
+
 def timed_ms(fn: Callable[[str], object], queries: list[str]) -> list[float]:
     ms = []
     for q in queries:
@@ -249,7 +287,13 @@ def run_size(size: int, args: argparse.Namespace, embedder: HashEmbedder) -> dic
         hybrid = timed_ms(lambda q: store.search_hybrid(q, k=args.k), queries)
         catalogue = timed_ms(lambda q: store.list_papers(), queries[:10])  # every row, every field
         cached = timed_ms(lambda q: store.catalogue(), queries)  # what a question pays: the version check
-        answer = timed_ms(searcher.answer, queries)
+        calls = MilvusCalls(store)
+        try:
+            answer = timed_ms(searcher.answer, queries)
+        finally:
+            calls.close()
+        milvus = calls.per(len(queries))
+        in_milvus = sum(calls.seconds.values()) / len(queries) * 1000
         run_ms, step_ms, turns = [], [], []
         for q in queries:
             model.add(*agent_script(q))  # type: ignore[arg-type]
@@ -267,7 +311,9 @@ def run_size(size: int, args: argparse.Namespace, embedder: HashEmbedder) -> dic
         f"  size {size}: {n_chunks} chunks in {len(papers)} papers; generated+chunked {gen_s:.1f}s, "
         f"inserted+flushed {insert_s:.1f}s ({n_chunks / max(insert_s, 1e-9):.0f} chunks/s, hash embedding "
         f"{embedder.seconds:.1f}s so far); first search {first_ms:.0f} ms; "
-        f"peak RSS {peak:.0f} MB (current {current:.0f} MB)",
+        f"peak RSS {peak:.0f} MB (current {current:.0f} MB)\n"
+        f"  an answer's Milvus requests, per question (mean): {milvus}; {in_milvus:.0f} ms in Milvus of "
+        f"{statistics.fmean(answer):.0f} ms",
         flush=True,
     )
     return {
