@@ -161,7 +161,7 @@ class MilvusCalls:
 
     def __init__(self, store: PaperStore) -> None:
         self.calls: collections.Counter[str] = collections.Counter()
-        self.seconds: collections.Counter[str] = collections.Counter()
+        self.seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
         self._client = store.client
         self._saved = {m: getattr(self._client, m) for m in self.METHODS}
         for method, call in self._saved.items():
