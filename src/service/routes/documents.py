@@ -117,12 +117,14 @@ async def jobs(service: ServiceDep) -> list[Job]:
 
 @router.get("/v1/documents", summary="The papers of a knowledge base")
 async def documents(service: ServiceDep, kb: KbQuery = None) -> list[dict[str, Any]]:
-    """The list `paperscope papers --json` prints."""
+    """The list `paperscope papers --json` prints, and when each paper was last ingested (`ingested_at`, Unix
+    seconds: the web page's "recently added" order)."""
     target = service.library.get(kb)
 
     def listing() -> list[dict[str, Any]]:
         records = target.store.list_papers()
-        return paper_rows(records, target.store.damaged(records))
+        rows = paper_rows(records, target.store.damaged(records))
+        return [{**row, "ingested_at": r.ingested_at or None} for row, r in zip(rows, records, strict=True)]
 
     return await service.run(listing)
 

@@ -16,13 +16,17 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz", summary="Is the server up, with its store and embedder")
 async def healthz(service: ServiceDep) -> JSONResponse:
-    """200 `{"ok": true, "kb", "papers", "embedder"}` when the store and the embedder answer, else 503."""
+    """200 `{"ok": true, "kb", "papers", "embedder", "llm"}` when the store and the embedder answer, else 503.
+    `llm` says whether a language model writes the answers (`llm.model` set); without one they are sentences
+    extracted from the papers, which the web page tells its reader once."""
 
     def check() -> dict[str, Any]:
         kb = service.library.get()
         papers = sum(1 for p in kb.store.list_papers(brief=True) if p.ready)
         kb.store.embedder.embed_query("paperscope")
-        return {"ok": True, "kb": kb.name, "papers": papers, "embedder": kb.store.embedder.name}
+        # Whether, not which: the model's name is the server's business, and this route asks for no key.
+        llm = bool(kb.settings().llm.model)
+        return {"ok": True, "kb": kb.name, "papers": papers, "embedder": kb.store.embedder.name, "llm": llm}
 
     try:
         # Not in the question pool: health answers while questions queue.

@@ -1,4 +1,5 @@
-"""Page images: GET /v1/documents/{doc_id}/pages/{n}.png, a page of the paper's PDF with a chunk's boxes drawn.
+"""Page images: GET /v1/documents/{doc_id}/pages/{n}.png, a page of the paper's PDF with a chunk's boxes drawn;
+and the PDF itself: GET /v1/documents/{doc_id}/pdf (the web page opens it at the cited page).
 
 The page is drawn in a worker process (`Service.renderer`), within `service.render_seconds` and
 `service.render_memory_mb`: MuPDF holds the GIL while it draws, and a page of a million paths takes minutes. A
@@ -13,7 +14,7 @@ from pathlib import Path as FilePath
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import Response
+from fastapi.responses import FileResponse, Response
 
 from ...answer.claims import span_boxes
 from ...isolation import Cancelled, Crashed, OverMemory, OverTime
@@ -28,6 +29,8 @@ from ...parser.page_image import (
     Rect,
     render_page,
 )
+from ...rag.paths import unescape_path
+from ...rag.store import PaperRecord
 from ..errors import ApiError, ClientGone
 from ..page_images import chunk_rects, find_pdf
 from ..state import Service, ServiceDep, abandon, watch_client
@@ -114,6 +117,45 @@ async def page_image(
         "X-Paperscope-Scale": f"{image.scale:.6g}",
     }
     return Response(image.png, media_type="image/png", headers=headers)
+
+
+@router.get(
+    "/v1/documents/{doc_id}/pdf",
+    summary="A paper's PDF",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/pdf": {}}, "description": "The PDF the paper was read from."}},
+)
+async def pdf(service: ServiceDep, doc_id: DocId, kb: KbQuery = None) -> FileResponse:
+    """The PDF the paper was read from, as ingested (checked against its sha256), to open at a page
+    (`#page=N`). 404 `not_a_pdf` when the paper was read from Markdown or text; 410 when the PDF is no longer on
+    disk, as for its page images."""
+    target = service.library.get(kb)
+
+    def locate() -> FilePath:
+        record = find_paper(target, doc_id, ready=True)
+        try:
+            return find_pdf(record)
+        except ApiError as exc:
+            if exc.code != "not_a_pdf":
+                raise
+            # There is nothing to send, not a bad request (as a page image of it is): the file is not there.
+            raise ApiError(404, "not_a_pdf", _no_pdf(record)) from None
+
+    path = await service.run(locate)
+    # inline: the browser shows it rather than saving it; the name is the file's (quoted by FileResponse).
+    return FileResponse(
+        path,
+        media_type="application/pdf",
+        filename=path.name,
+        content_disposition_type="inline",
+        headers={"Cache-Control": CACHE},
+    )
+
+
+def _no_pdf(record: PaperRecord) -> str:
+    read_from = next((s for s in [*record.sources, record.source] if s), "")
+    name = unescape_path(read_from).name if read_from else "a text file"
+    return f"paper {record.doc_id} was read from {name}, not a PDF: there is no PDF to open"
 
 
 async def draw(

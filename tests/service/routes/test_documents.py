@@ -41,8 +41,9 @@ def test_upload_runs_a_job_and_the_paper_is_listed(
     assert paper["status"] == "ready" and paper["title"].startswith("QuantKV")
     assert set(paper) == {
         "doc_id", "title", "authors", "year", "pages", "n_chunks", "planned_chunks", "status", "source", "aliases",
-        "enrichments", "venue", "doi", "arxiv_id", "citation_key", "collections", "tags", "library",
+        "enrichments", "venue", "doi", "arxiv_id", "citation_key", "collections", "tags", "library", "ingested_at",
     }  # fmt: skip
+    assert isinstance(paper["ingested_at"], int) and paper["ingested_at"] >= int(job["created"]) - 1
     # The same bytes again, under another name: idempotent, nothing written.
     again = wait_job(http, upload(http, sample_pdfs["quantkv"], name="renamed.pdf").json()["job_id"])
     assert again["state"] == "done" and again["status"] == "unchanged" and again["result"]["chunks"] == 0

@@ -197,3 +197,66 @@ def wait_for(condition: Callable[[], bool], what: str, seconds: float = 60) -> N
         if time.monotonic() > deadline:
             pytest.fail(f"no {what} within {seconds} s")
         time.sleep(0.05)
+
+
+def test_the_pdf_of_a_paper_is_answered_as_ingested(
+    http: httpx.Client, server: Served, sample_pdfs: dict[str, Path], sample_pdf_ids: dict[str, str]
+) -> None:
+    doc_id = sample_pdf_ids["flashrank"]
+    response = http.get(f"/v1/documents/{doc_id}/pdf")
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "application/pdf"
+    assert response.headers["content-disposition"] == 'inline; filename="flashrank.pdf"'
+    assert response.content.startswith(b"%PDF-") and response.content == sample_pdfs["flashrank"].read_bytes()
+    # A prefix names it, as in every documents route.
+    assert http.get(f"/v1/documents/{doc_id[:8]}/pdf").content == response.content
+    with server.client(key=None) as anonymous:
+        refused = anonymous.get(f"/v1/documents/{doc_id}/pdf")
+    assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+    assert not refused.content.startswith(b"%PDF")
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "status", "code", "says"),
+    [
+        ("0123abcd", 404, "unknown_paper", "doc_id 0123abcd is not a paper"),
+        ("ab", 400, "invalid_option", "doc_id: "),
+        ("abcd'or'1=1", 400, "invalid_option", "doc_id: "),
+    ],
+)
+def test_the_pdf_of_no_paper_is_refused_naming_it(
+    http: httpx.Client, doc_id: str, status: int, code: str, says: str
+) -> None:
+    response = http.get(f"/v1/documents/{doc_id}/pdf")
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and says in error["message"]
+
+
+def test_a_text_paper_has_no_pdf_and_a_pdf_gone_is_said_to_be(
+    http: httpx.Client, server: Served, sample_pdfs: dict[str, Path], tmp_path: Path
+) -> None:
+    notes = tmp_path / "pepper-notes.md"
+    notes.write_text("# Notes on Pepper Gardening\n\n## Sowing\n\nSow peppers indoors eight weeks before frost.\n")
+    with notes.open("rb") as fh:
+        accepted = http.post("/v1/documents", files={"file": ("pepper-notes.md", fh, "text/markdown")}).json()
+    pdf = tmp_path / "fleeting.pdf"
+    pdf.write_bytes(sample_pdfs["marten"].read_bytes() + b"\n%another copy with other bytes\n")
+    text_job = wait_job(http, accepted["job_id"])
+    pdf_job = wait_job(http, upload(http, pdf).json()["job_id"])
+    assert text_job["state"] == pdf_job["state"] == "done", (text_job, pdf_job)
+    try:
+        response = http.get(f"/v1/documents/{text_job['doc_id']}/pdf")
+        assert response.status_code == 404
+        assert response.json()["error"] == {
+            "code": "not_a_pdf",
+            "message": f"paper {text_job['doc_id']} was read from pepper-notes.md, not a PDF: there is no PDF to open",
+        }
+        assert http.get(f"/v1/documents/{pdf_job['doc_id']}/pdf").content == pdf.read_bytes()
+        (kept,) = (server.home / "uploads").glob("*/fleeting.pdf")
+        kept.unlink()
+        gone = http.get(f"/v1/documents/{pdf_job['doc_id']}/pdf")
+        assert gone.status_code == 410 and gone.json()["error"]["code"] == "pdf_gone"
+    finally:
+        http.delete(f"/v1/documents/{text_job['doc_id']}")
+        http.delete(f"/v1/documents/{pdf_job['doc_id']}")

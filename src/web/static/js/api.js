@@ -131,3 +131,18 @@ export async function pageImage(docId, page, { chunk = null, span = null, width 
 export function pathOf(docId, ...rest) {
   return [`/v1/documents/${encodeURIComponent(docId)}`, ...rest].join("/");
 }
+
+/**
+ * A paper's PDF as a blob: URL, fetched with the key (a link or a new tab cannot send it, and the key is kept out
+ * of URLs). The latest one is kept: opening the same paper again does not fetch it again.
+ */
+let heldPdf = null; // {docId, url}
+export async function pdfBlobUrl(docId) {
+  if (heldPdf && heldPdf.docId === docId) return heldPdf.url;
+  const response = await request(pathOf(docId, "pdf"));
+  const url = URL.createObjectURL(await response.blob());
+  // The tab that showed the previous one has read it by now: only the newest is kept alive.
+  if (heldPdf) URL.revokeObjectURL(heldPdf.url);
+  heldPdf = { docId, url };
+  return url;
+}

@@ -3,6 +3,7 @@
 
 import { request, streamChat } from "./api.js";
 import { $, el, pagesLabel, textNode, visible } from "./dom.js";
+import { Reveal } from "./reveal.js";
 
 // [1], [2, 3], [1-2] as the answer writes them; other brackets stay text.
 const CITE = /\[(\d+(?:\s*[,;–-]\s*\d+)*)\]/g;
@@ -11,9 +12,11 @@ const TRACK = { A: "one paper", B: "across papers", NONE: "not in the knowledge 
 const HISTORY = 20;
 
 export class Chat {
-  /** onCite(source, claim): open the cited chunk's page (the claim's span of it, when there is one). */
-  constructor({ onCite }) {
+  /** onCite(source, claim): open the cited chunk's page (the claim's span of it, when there is one);
+   * onEmpty(empty): the conversation became empty (a new one) or not (a question asked). */
+  constructor({ onCite, onEmpty = () => {} }) {
     this.onCite = onCite;
+    this.onEmpty = onEmpty;
     this.history = []; // [{role, content, sources}] as POST /v1/chat takes it
     this.messages = $("messages");
     this.form = $("ask-form");
@@ -33,8 +36,21 @@ export class Chat {
     $("new-chat").addEventListener("click", () => {
       this.history = [];
       this.messages.replaceChildren();
+      this.onEmpty(true);
       this.input.focus();
     });
+  }
+
+  /** Put a question in the box, to ask as it is or edit first. */
+  fill(text) {
+    this.input.value = text;
+    this.input.focus();
+  }
+
+  /** Whether the newest text is in view (the reader has not scrolled up to read). */
+  atBottom() {
+    const m = this.messages;
+    return m.scrollHeight - m.scrollTop - m.clientHeight < 40;
   }
 
   async ask(text) {
@@ -43,6 +59,7 @@ export class Chat {
     this.busy = true;
     this.button.disabled = true;
     this.input.value = "";
+    this.onEmpty(false);
     this.messages.append(el("li", { class: "message user" }, el("p", { class: "text", text: query })));
     const status = el("p", { class: "status-line muted", text: "searching…" });
     const body = el("p", { class: "text" });
@@ -52,12 +69,17 @@ export class Chat {
     const history = this.history.slice(-HISTORY);
     let answer = null;
     let failure = null;
+    const reveal = new Reveal(body, (show) => {
+      const bottom = this.atBottom();
+      show();
+      if (bottom) this.messages.scrollTop = this.messages.scrollHeight; // unless the reader scrolled up to read
+    });
     try {
       await streamChat({ query, history }, (event) => {
         if (event.type === "progress") status.textContent = visible([event.stage, event.detail].filter(Boolean).join(": "));
         else if (event.type === "tool") status.textContent = `called ${event.tool} (${event.seconds.toFixed(2)} s)`;
         else if (event.type === "token") {
-          body.append(textNode(event.text));
+          reveal.push(event.text, Boolean(event.whole)); // an answer written at once is revealed gradually
           message.dataset.tokens = String(Number(message.dataset.tokens || 0) + 1); // pieces streamed in
         }
         else if (event.type === "answer") answer = event.answer;
@@ -66,6 +88,7 @@ export class Chat {
     } catch (error) {
       failure = error.message;
     }
+    await reveal.done(); // the text is read to its end before it is replaced by the answer with its citations
     message.removeAttribute("aria-busy");
     if (answer) {
       status.remove();

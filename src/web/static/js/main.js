@@ -1,8 +1,10 @@
-// The page's start: the key dialog, the server's health line, the three panels, and `/?q=QUESTION` (ask at once).
+// The page's start: the key dialog, the server's health line (and the note that no language model writes the
+// answers, when none does), the three panels, the first-visit hint, and `/?q=QUESTION` (ask at once).
 
 import { forgetKey, setKeyPrompt, storedKey } from "./api.js";
 import { Chat } from "./chat.js";
 import { $ } from "./dom.js";
+import { Hint } from "./hint.js";
 import { PapersPanel } from "./papers.js";
 import { Viewer } from "./viewer.js";
 
@@ -45,6 +47,8 @@ async function showHealth() {
     $("health").textContent = health.ok
       ? `knowledge base ${health.kb} · ${health.papers} papers · ${health.embedder}`
       : `not ready: ${health.error}`;
+    // Said once for the page, not under every answer: without a model, answers are extracted sentences.
+    $("model-note").hidden = !(health.ok && health.llm === false);
   } catch (error) {
     $("health").textContent = `the server does not answer: ${error.message}`;
   }
@@ -57,10 +61,12 @@ async function start() {
     forgetKey();
     updateKeyButton();
   });
-  const papers = new PapersPanel({ onOpen: (paper) => viewer.showPaper(paper) });
+  const hint = new Hint({ onPick: (question) => chat.fill(question) });
+  const papers = new PapersPanel({ onOpen: (paper) => viewer.showPaper(paper), onChange: (rows) => hint.papers(rows) });
   const viewer = new Viewer({ papers });
   const chat = new Chat({
     onCite: (source, claim) => (claim ? viewer.showClaim(claim, source.title) : viewer.showSource(source)),
+    onEmpty: (empty) => hint.conversationEmpty(empty),
   });
   showHealth();
   await papers.refresh();

@@ -1,11 +1,14 @@
 // The page viewer: a page of the paper with the cited chunk's lines highlighted (drawn by the server), next and
-// previous page, and the chunks around the cited one (click one to highlight it instead).
+// previous page, zoom and a wide mode, the PDF opened at the page shown, and the chunks around the cited one
+// (click one to highlight it instead).
 
-import { getJSON, pageImage, pathOf } from "./api.js";
+import { getJSON, pageImage, pathOf, pdfBlobUrl } from "./api.js";
 import { $, el, pagesLabel, showError, visible } from "./dom.js";
 
 const WINDOW = 2; // neighbours on each side
-const MAX_WIDTH = 2000; // pixels asked of the server, whatever the screen
+const MAX_WIDTH = 3000; // pixels asked of the server, whatever the screen and zoom (the server allows 4000)
+// Widths of the page as a share of the frame: 1 fits it; more scrolls it sideways too.
+const ZOOMS = [1, 1.25, 1.5, 2, 2.5, 3];
 
 export class Viewer {
   /** papers: the PapersPanel (page counts and titles). */
@@ -15,12 +18,100 @@ export class Viewer {
     this.image = $("page-image");
     this.frame = $("page-frame");
     this.error = $("viewer-error");
+    this.pdfLink = $("open-pdf");
     this.state = null; // {docId, title, page, pages, chunk, boxes}
     this.url = null;
     this.loading = 0; // the latest request wins
+    this.zoom = 1; // a step of ZOOMS
+    this.drawnWidth = 0; // pixels of the image shown: a larger zoom asks for a sharper one
+    this.pdfOf = null; // the doc_id whose page was drawn: it has a PDF to open
     $("page-prev").addEventListener("click", () => this.turn(-1));
     $("page-next").addEventListener("click", () => this.turn(1));
     $("viewer-close").addEventListener("click", () => this.close());
+    $("zoom-in").addEventListener("click", () => this.zoomTo(ZOOMS.find((z) => z > this.zoom) || this.zoom));
+    $("zoom-out").addEventListener("click", () => this.zoomTo([...ZOOMS].reverse().find((z) => z < this.zoom) || 1));
+    $("zoom-fit").addEventListener("click", () => this.zoomTo(1));
+    $("viewer-wide").addEventListener("click", () => this.setWide(!this.wide()));
+    this.pdfLink.addEventListener("click", (event) => this.openPdf(event));
+    this.showZoom();
+  }
+
+  /** Show the page at `zoom` times the frame's width, keeping the same part of it in view. */
+  zoomTo(zoom) {
+    const frame = this.frame;
+    const across = frame.scrollLeft / Math.max(1, frame.scrollWidth);
+    const down = frame.scrollTop / Math.max(1, frame.scrollHeight);
+    this.zoom = zoom;
+    this.showZoom();
+    frame.scrollLeft = across * frame.scrollWidth;
+    frame.scrollTop = down * frame.scrollHeight;
+    this.sharpen();
+  }
+
+  showZoom() {
+    this.image.style.width = `${Math.round(this.zoom * 100)}%`;
+    this.image.dataset.zoom = String(this.zoom);
+    $("zoom-label").textContent = `${Math.round(this.zoom * 100)}%`;
+    $("zoom-out").disabled = this.zoom <= ZOOMS[0];
+    $("zoom-fit").disabled = this.zoom === 1;
+    $("zoom-in").disabled = this.zoom >= ZOOMS[ZOOMS.length - 1];
+  }
+
+  wide() {
+    return document.body.classList.contains("wide-viewer");
+  }
+
+  /** Wide: the viewer takes most of the width (the papers list steps aside, the chat narrows). */
+  setWide(on) {
+    document.body.classList.toggle("wide-viewer", on);
+    const button = $("viewer-wide");
+    button.setAttribute("aria-pressed", String(on));
+    button.textContent = on ? "Narrow" : "Wide";
+    this.sharpen();
+  }
+
+  /** Pixels of page image to ask for: the width it is shown at, on this screen. */
+  wantedWidth() {
+    const shown = (this.frame.clientWidth || 800) * this.zoom * (window.devicePixelRatio || 1);
+    return Math.max(64, Math.min(MAX_WIDTH, Math.round(shown)));
+  }
+
+  /** Draw the page again when it is shown larger than it was drawn (zoomed in, or the viewer widened). */
+  sharpen() {
+    if (!this.state || this.image.hidden || !this.drawnWidth) return;
+    if (this.wantedWidth() > this.drawnWidth * 1.1) this.render({ keep: true });
+  }
+
+  /** Open the paper's PDF at the page shown, in a new tab. The PDF is fetched with the key (a plain link
+   * cannot send it) and opened from a blob: URL with `#page=N`, which browsers' PDF viewers obey. */
+  async openPdf(event) {
+    event.preventDefault();
+    if (!this.state) return;
+    const { docId, page } = this.state;
+    // Opened now, while the click still allows a new tab; it is given the PDF once fetched.
+    const tab = window.open("", "_blank");
+    if (!tab) {
+      showError(this.error, "The browser refused to open a new tab: allow pop-ups for this page to open the PDF.");
+      return;
+    }
+    tab.opener = null; // as rel="noopener" would: the tab cannot reach back into this page
+    tab.document.title = "Loading the PDF…";
+    try {
+      tab.location.href = `${await pdfBlobUrl(docId)}#page=${page}`;
+    } catch (error) {
+      tab.close();
+      showError(this.error, `The PDF could not be opened: ${error.message}`);
+    }
+  }
+
+  /** The link to the PDF at `page` of `docId`, or none (a paper read from text has no PDF). The address is the
+   * route's, so the link says where it goes; a click fetches it with the key instead (openPdf). */
+  showPdfLink(docId, page) {
+    this.pdfLink.hidden = !docId;
+    if (!docId) return;
+    this.pdfLink.href = `${pathOf(docId, "pdf")}#page=${page}`;
+    this.pdfLink.dataset.page = String(page);
+    this.pdfLink.textContent = `Open the PDF at page ${page} ↗`;
   }
 
   /** Open a cited source: its chunk's page, highlighted, with its neighbours. */
@@ -100,22 +191,26 @@ export class Viewer {
     await this.render();
   }
 
-  async render() {
+  /** Draw the state's page; `keep`: the same page drawn sharper, the one shown staying until it comes. */
+  async render({ keep = false } = {}) {
     const { docId, title, page, pages, chunk, span } = this.state;
     this.panel.hidden = false;
     $("viewer-title").textContent = visible(title);
     $("page-label").textContent = pages ? `page ${page} of ${pages}` : `page ${page}`;
     $("page-prev").disabled = page <= 1;
     $("page-next").disabled = Boolean(pages) && page >= pages;
+    this.showPdfLink(this.pdfOf === docId ? docId : null, page);
     const ticket = ++this.loading;
-    this.frame.querySelector(".no-pages")?.remove();
-    this.image.hidden = false;
-    this.image.removeAttribute("src");
-    this.image.alt = `loading page ${page}…`;
-    delete this.image.dataset.page;
-    const width = Math.min(MAX_WIDTH, Math.round((this.frame.clientWidth || 800) * (window.devicePixelRatio || 1)));
+    if (!keep) {
+      this.frame.querySelector(".no-pages")?.remove();
+      this.image.hidden = false;
+      this.image.removeAttribute("src");
+      this.image.alt = `loading page ${page}…`;
+      delete this.image.dataset.page;
+    }
+    const width = this.wantedWidth();
     try {
-      const { url, scale } = await pageImage(docId, page, { chunk, span, width: Math.max(64, width) });
+      const { url, scale } = await pageImage(docId, page, { chunk, span, width });
       if (ticket !== this.loading) {
         URL.revokeObjectURL(url);
         return;
@@ -123,8 +218,11 @@ export class Viewer {
       showError(this.error, "");
       if (this.url) URL.revokeObjectURL(this.url);
       this.url = url;
-      this.image.onload = () => this.scrollToBoxes(scale);
+      this.drawnWidth = width;
+      this.image.onload = keep ? null : () => this.scrollToBoxes(scale);
       this.image.src = url;
+      this.pdfOf = docId;
+      this.showPdfLink(docId, page);
       const marked = span ? `the cited sentence of chunk ${chunk} highlighted` : `chunk ${chunk} highlighted`;
       this.image.alt = `page ${page} of ${title}${chunk !== null ? `, ${marked}` : ""}`;
       this.image.dataset.page = String(page);
@@ -132,7 +230,10 @@ export class Viewer {
       this.image.dataset.span = span ? `${span[0]}-${span[1]}` : "";
     } catch (error) {
       if (ticket !== this.loading) return;
+      if (keep) return; // the page shown stays, less sharp
       this.image.alt = "";
+      this.pdfOf = null;
+      this.showPdfLink(null);
       if (error.code === "not_a_pdf") {
         // Read from Markdown or text: there is no page to draw; the chunks below are the evidence.
         this.image.hidden = true;
@@ -160,5 +261,6 @@ export class Viewer {
     this.loading += 1;
     if (this.url) URL.revokeObjectURL(this.url);
     this.url = null;
+    this.drawnWidth = 0;
   }
 }
