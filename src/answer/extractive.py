@@ -24,7 +24,7 @@ from ..rag.store import StoredChunk
 from .claims import Claim, Role, placed, quoted
 from .grounding import EvidenceIndex, numbers
 from .quantities import NUMBER_WORDS, dimension, quantities
-from .question_type import Ask, QuestionType, question_type
+from .question_type import QUOTED_TITLE, Ask, QuestionType, question_type
 from .sentences import Unit, units_at
 from .words import WORD as _WORD
 from .words import stem as _stem
@@ -327,9 +327,14 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     """The question's codes: tokens that name one run, specimen, model or row among several ("WOEparse", "CN1",
     "8TiO2", "T08", "Y369F") by their shape (digits with letters, inner capitals, acronyms), and that only a few of
     the evidence's units hold (a code every unit holds, the paper's own name, says which paper, not which row)."""
-    codes = {t for t in _tokens(query) if len(t) >= 2 and _CODE.match(t) and not _YEAR.fullmatch(t)}
+    # A title quoted in the question ('Combating Web Spam with TrustRank') says which paper, not which row.
+    asked = QUOTED_TITLE.sub(" ", query)
+    codes = {t for t in _tokens(asked) if len(t) >= 2 and _CODE.match(t) and not _YEAR.fullmatch(t)}
     # A capitalised word inside the question ("Stewarts Creek", "Add Driver") names a site, a run, a condition.
-    codes |= {m.group(0) for m in re.finditer(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b", query)}
+    codes |= {m.group(0) for m in re.finditer(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b", asked)}
+    # So does a word of the paper's own title ("Bigtable", "Analytics" of "Google Analytics" is kept: not in it).
+    titles = frozenset().union(*(c.title_terms for c in candidates)) if candidates else frozenset()
+    codes = {code for code in codes if _stem(code.lower()) not in titles}
     if not codes or not candidates:
         return frozenset()
     held = [_tokens(c.unit.text) for c in candidates]

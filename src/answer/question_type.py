@@ -180,7 +180,8 @@ class QuestionType:
 
 # A title or name quoted in the question ('Teaching Small Language Models to Reason', 《...》) says which paper,
 # not what is asked: "Reason" or "Failure" in it is no "why" or "limitation" question.
-_QUOTED = re.compile(r"'[^']{4,}'|\"[^\"]{4,}\"|“[^”]{4,}”|‘[^’]{4,}’|《[^》]+》")
+QUOTED_TITLE = re.compile(r"'[^']{4,}'|\"[^\"]{4,}\"|“[^”]{4,}”|‘[^’]{4,}’|《[^》]+》")
+_QUOTED = QUOTED_TITLE
 
 
 def _asks_of(text: str) -> set[Ask]:

@@ -513,3 +513,21 @@ def test_a_capitalised_name_inside_the_question_qualifies_like_a_code() -> None:
     candidates = _candidates([_evidence(["\n".join(rows), " ".join(prose)])])
     codes = _codes("What log-loss does MaxEnt get on the Add Driver game of the Highway study?", candidates)
     assert {"Driver", "Add"} <= codes and "Highway" not in codes
+
+
+def test_a_paper_named_in_the_question_is_no_code() -> None:
+    """A title quoted in the question ('Combating Web Spam ...') and a word of the paper's own title ("Bigtable")
+    say which paper is asked about, not which of its sentences: they qualify no unit."""
+    from paperscope.answer.extractive import _candidates, _codes
+
+    sentences = [
+        "135 sites featured various forms of spam.",
+        "563 sites featured quality contents. Web organization.",
+        "37 sites belonged to organizations of the World Wide Web.",
+        "Bigtable stores every crawled site in one table.",
+        *[f"Bucket {i} held sites of every kind." for i in range(6)],
+    ]
+    candidates = _candidates([_evidence([" ".join(sentences)], title="Bigtable Spam Study")])
+    codes = _codes("How many sites of the sample in 'Combating Web Spam with TrustRank' featured spam?", candidates)
+    assert codes == frozenset()
+    assert _codes("How much does Bigtable compress the Analytics table?", candidates) == frozenset()
