@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -25,6 +27,7 @@ PROMPT = "you> "
 SHORT_ID = 8  # doc_id characters shown in /papers
 SOURCE_WINDOW = 2  # chunks either side of the cited one shown by /sources
 OBSERVATION_CHARS = 100
+_BREAKS = re.compile("([ \t\n])")  # where streamed text may wrap (a no-break space keeps its words together)
 
 #: Each claim's verdict as the terminal marks it after its sentence: what the passage it cites holds of it.
 VERDICTS = {"supported": ("✓", "green"), "partial": ("◐", "yellow"), "unsupported": ("✗", "bold red")}
@@ -109,33 +112,90 @@ def _ask(question: str, runner: Runner, console: Console, answers: list[Answer],
     """Run one question; print the answer (streamed or whole, each claim's verdict marked) and its sources. None on
     a reported error."""
     streamed = False
+    stream = WordStream(console)
 
     def on_token(piece: str) -> None:
         nonlocal streamed
         streamed = True
-        console.print(terminal.text(piece), end="", highlight=False, soft_wrap=True)
+        stream.write(piece)
 
+    # Every line below is wrapped by rich at word boundaries at the console's width; printed as one long line
+    # (soft_wrap), the terminal cut it wherever the edge fell: "(METHO" / "D)".
     try:
         answer = runner.run(question, history=list(answers), on_token=on_token)
     except (PaperscopeError, ValueError) as exc:
         if streamed:
+            stream.end()
             console.print()
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return None
     if streamed:
+        stream.end()
         console.print()
         for claim in answer.claims:  # streamed as written: the verdicts the text could not carry follow it
             if claim.verdict != "supported":
-                console.print(claim_line(claim), highlight=False, soft_wrap=True)
+                console.print(claim_line(claim), highlight=False)
     else:
         console.print(with_verdicts(answer))
     if answer.claims and not legend[0]:
         console.print(f"[dim]{LEGEND}[/dim]", highlight=False)
         legend[0] = True
     if answer.llm_error:
-        console.print(f"[yellow]warning:[/yellow] {terminal.markup(answer.llm_error)}", highlight=False, soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {terminal.markup(answer.llm_error)}", highlight=False)
     _print_sources(answer, console)
     return answer
+
+
+class WordStream:
+    """Streamed text written at word boundaries: a word that would cross the console's right edge starts the next
+    line, where the terminal would have cut it anywhere. A word is held back until what follows shows where it
+    ends, and the spaces before it until it is known to fit (a line never ends in spaces); `end()` writes the last
+    word. A word longer than a line is left to the terminal."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.column = 0
+        self.word = ""
+        self.spaces = ""
+
+    def write(self, piece: str) -> None:
+        *done, self.word = _BREAKS.split(self.word + terminal.clean(piece))
+        out: list[str] = []
+        for i in range(0, len(done), 2):  # word, break, word, break, ...
+            self._word(done[i], out)
+            if done[i + 1] == "\n":
+                out.append("\n")
+                self.column, self.spaces = 0, ""
+            else:
+                self.spaces += done[i + 1]
+        self._out(out)
+
+    def end(self) -> None:
+        out: list[str] = []
+        self._word(self.word, out)
+        self.word, self.spaces = "", ""
+        self._out(out)
+
+    def _word(self, word: str, out: list[str]) -> None:
+        if not word:
+            return
+        width, size = self.console.width, cell_len(word)
+        spaces = self.spaces.expandtabs(8)  # a tab as 8 columns at most: close enough for a model's text
+        self.spaces = ""
+        if self.column and self.column + len(spaces) + size > width:
+            out.append("\n")  # the spaces before a wrapped word are dropped, its line's own indent kept
+            self.column = 0
+        else:
+            out.append(spaces)
+            self.column += len(spaces)
+        out.append(word)
+        self.column += size
+        if self.column > width:  # a word longer than a line: the terminal folds it
+            self.column %= width
+
+    def _out(self, out: list[str]) -> None:
+        if out:
+            self.console.print(Text("".join(out)), end="", highlight=False, soft_wrap=True)
 
 
 def with_verdicts(answer: Answer) -> RenderableType:
@@ -172,6 +232,11 @@ def pages_label(pages: tuple[int, int]) -> str:
     return f"p. {pages[0]}" if pages[0] == pages[1] else f"p. {pages[0]}-{pages[1]}"
 
 
+def source_row(s: Source, *, chunks: bool = False) -> RenderableType:
+    """A numbered source as printed: wrapped at word boundaries, its next lines starting under its title."""
+    return terminal.Indented(Text.from_markup(source_line(s, chunks=chunks)), len(f"[{s.n}] "), hanging=True)
+
+
 def source_line(s: Source, *, chunks: bool = False) -> str:
     """One numbered source as rich markup: paper · section (CATEGORY) · pages [· chunk range] · citation id."""
     span = f"chunks {s.chunk_range[0]}-{s.chunk_range[1]} · " if chunks else ""
@@ -192,8 +257,8 @@ def how_answered(answer: Answer) -> str:
 
 def _print_sources(answer: Answer, console: Console) -> None:
     for s in answer.sources:
-        # soft_wrap: the terminal wraps; the citation id stays whole for copying
-        console.print(source_line(s), highlight=False, soft_wrap=True)
+        # Wrapped at word boundaries: the citation id stays whole for copying (a line of its own if need be).
+        console.print(source_row(s), highlight=False)
     track = answer.track_label
     total = answer.timings.get("total")
     took = f" · {total:.2f} s" if total is not None else ""
@@ -278,7 +343,7 @@ def _print_source(s: Source, runner: Runner, console: Console, claims: Sequence[
     try:
         chunks = runner.store.get_context_window(s.doc_id, s.chunk_index, window_size=SOURCE_WINDOW)
     except (PaperscopeError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         chunks = []
     if not chunks:
         console.print("[dim](the store returned no text; showing the text the answer saw)[/dim]")
@@ -318,11 +383,11 @@ def _trace(console: Console, answers: list[Answer]) -> None:
         console.print("[yellow]no answer yet[/yellow]: ask a question first", highlight=False)
         return
     last = answers[-1]
-    console.print(escape(_path(last)), highlight=False, soft_wrap=True)
+    console.print(escape(_path(last)), highlight=False)
     for line in generated_lines(last.model_dump(include=set(GENERATED_FIELDS))):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+        console.print(escape(line), highlight=False)
     for line in _checks(last):
-        console.print(escape(line), highlight=False, soft_wrap=True)
+        console.print(escape(line), highlight=False)
     if not last.trace:
         if last.mode == "single-shot":
             console.print("no tool calls (single-shot answer)", highlight=False)
@@ -410,7 +475,7 @@ def _papers(runner: Runner, console: Console) -> None:
     try:
         records = [p for p in runner.store.list_papers() if p.ready]
     except PaperscopeError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return
     if not records:
         console.print("the knowledge base holds no papers; add some with `paperscope ingest PATH`", highlight=False)

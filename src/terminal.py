@@ -13,7 +13,9 @@ through this module:
 - `text`: a Rich `Text`, never parsed as markup;
 - `answer`: an answer as a renderable: extracted document text as plain text, a model's answer as
   Markdown with links shown as "text (url)" and images as their alt text, never a live link;
-- `json_text`: JSON for stdout with the characters JSON leaves raw (C1, bidi) escaped as `\\uXXXX`.
+- `json_text`: JSON for stdout with the characters JSON leaves raw (C1, bidi) escaped as `\\uXXXX`;
+- `Indented`: a Text wrapped at word boundaries at the console's width, its lines indented (a description under
+  its name, a numbered source whose next lines start under its title), piped as on a terminal.
 
 `make_console` never lays out at width 0 (COLUMNS=0 made Rich print nothing at all), and
 `reported_columns` says what width the terminal itself reports, so a table that cannot fit (or a
@@ -25,12 +27,21 @@ from __future__ import annotations
 import os
 import re
 
-from rich.console import Console, RenderableType
-from rich.markdown import Markdown
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape
 from rich.text import Text
 
-__all__ = ["answer", "clean", "json_text", "make_console", "markup", "one_line", "reported_columns", "text"]
+__all__ = [
+    "Indented",
+    "answer",
+    "clean",
+    "json_text",
+    "make_console",
+    "markup",
+    "one_line",
+    "reported_columns",
+    "text",
+]
 
 # C0 but \t and \n, DEL and C1, bidi embeddings/overrides (U+202A-202E) and isolates (U+2066-2069),
 # and lone surrogates (undecodable bytes of a file name), which no terminal encoding can print.
@@ -69,6 +80,8 @@ def answer(body: str, *, extractive: bool) -> RenderableType:
     """An answer to print: extracted document text as it is, a model's Markdown without live links."""
     if extractive:
         return text(body)
+    from rich.markdown import Markdown  # here: it loads markdown-it and Pygments, which a quoted answer never needs
+
     return Markdown(clean(body), hyperlinks=False)
 
 
@@ -106,3 +119,22 @@ def reported_columns(console: Console) -> int | None:
         return os.get_terminal_size(console.file.fileno()).columns
     except (AttributeError, ValueError, OSError):
         return 0
+
+
+class Indented:
+    """`body` wrapped at word boundaries to the console's width less `indent`, every line indented by `indent`
+    spaces, or with `hanging` every line but the first (whose own text starts it: "[1] Title ...").
+
+    Rich's Padding would pad each line with spaces to the full width, which a pipe or a copied line keeps; a word
+    longer than a line is folded, never cut.
+    """
+
+    def __init__(self, body: Text, indent: int, *, hanging: bool = False) -> None:
+        self.body, self.indent, self.hanging = body, indent, hanging
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(options.max_width - self.indent, 20)
+        for n, line in enumerate(self.body.wrap(console, width, overflow="fold")):
+            line.rstrip()
+            pad = "" if self.hanging and n == 0 else " " * self.indent
+            yield Text(pad) + line

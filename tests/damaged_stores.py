@@ -29,7 +29,7 @@ def interrupt_ingest(store: PaperStore, path: Path, stored: int) -> tuple[str, i
     paper, chunks = prepare(path, store.settings, store.embedder)
     assert all(c.kind == "chunk" for c in chunks) and stored < len(chunks) and stored % store.write_batch == 0
 
-    def killed_after(done: int, total: int) -> None:  # called once a batch is embedded, before it is written
+    def killed_after(done: int, total: int) -> None:  # called as chunks are embedded, before their batch is written
         if done > stored:
             raise Killed
 

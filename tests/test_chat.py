@@ -10,7 +10,7 @@ from rich.console import Console
 
 from paperscope.agent.pipeline import Searcher
 from paperscope.answer.model import Answer, Source, TraceStep
-from paperscope.chat import Runner, chat_loop
+from paperscope.chat import Runner, WordStream, chat_loop
 from paperscope.errors import StoreError
 from paperscope.parser.models import SectionCategory
 from paperscope.rag.route import Route
@@ -145,7 +145,9 @@ def test_a_question_is_answered_with_its_sources_and_history_grows() -> None:
     assert runner.history_lengths == [0, 1]
     assert [a.answer for a in answers] == ["FlashRank uses **1.2 million** queries [1].", "Follow-up answer [1]."]
     assert "FlashRank uses 1.2 million queries [1]." in out  # rendered as Markdown
-    assert f"[1] FlashRank: Fast Rerankers · Method (METHOD) · p. 3-4 · {DOC}:5" in out
+    # Wrapped at a word boundary at 120 columns: the citation id, whole, starts the source's second line.
+    assert f"[1] FlashRank: Fast Rerankers · Method (METHOD) · p. 3-4 · {DOC}:5" in " ".join(out.split())
+    assert f"\n    {DOC}:5" in out
     assert script.prompts == ["you> "] * 5
 
 
@@ -332,3 +334,61 @@ def test_the_single_shot_searcher_follows_up_on_the_same_paper(
     assert follow.sources and {s.doc_id for s in follow.sources} == {first.sources[0].doc_id}
     assert "12 papers" in out.splitlines()[0]
     assert f"[1] {first.sources[0].title}" in out
+
+
+# --- wrapping -------------------------------------------------------------------------------------------
+
+LONG_TITLE = "Structure-Aware Retrieval over Scientific Papers with Hierarchical Section Graphs and Citations"
+
+
+def _split_words(out: str, text: str) -> list[str]:
+    """The words of `text` that do not appear whole among the printed words of `out`."""
+    printed = set(out.split())
+    return [word for word in text.split() if word not in printed]
+
+
+def test_sources_wrap_at_word_boundaries_at_80_columns() -> None:
+    """A source line longer than the terminal wraps between words (the terminal cut "(METHO" / "D)"), its next
+    lines starting under its title, the citation id whole."""
+    sources = [
+        source(n=1, title=LONG_TITLE).model_copy(update={"section_title": "Hierarchical Evidence Aggregation"}),
+        source(n=2, doc_id="b" * 64, chunk_index=17, title="FlashRank: Fast Rerankers for Question Answering"),
+    ]
+    console = Console(record=True, width=80)
+    chat_loop(FakeRunner([answer("Two papers say so [1][2].", sources=sources)]), console, Script("q"))
+    out = console.export_text()
+    assert all(len(line.rstrip()) <= 80 for line in out.splitlines()), out
+    for s in sources:
+        line = f"[{s.n}] {s.title} · {s.section_title} ({s.section_category}) · p. 3-4 · {s.citation}"
+        assert not _split_words(out, line), (_split_words(out, line), out)
+        assert line in " ".join(out.split())
+    first = out.index("[1] Structure-Aware")
+    continued = out[first:].splitlines()[1]
+    assert continued.startswith("    ") and not continued.startswith("     ")  # under the title, after "[1] "
+    assert "(METHOD)" in out.split() and f"{'b' * 64}:17" in out.split()
+
+
+def test_a_streamed_answer_wraps_at_word_boundaries_at_80_columns() -> None:
+    text = (
+        "FlashRank distils a cross-encoder into a smaller reranker (METHOD) trained on 1.2 million queries; "
+        "its ablation removes the listwise objective and loses 3.1 points of nDCG@10 on BEIR, while "
+        "the hierarchical-section-graph retriever keeps its accuracy. [1]\nA second paragraph follows here."
+    )
+    console = Console(record=True, width=80)
+    chat_loop(FakeRunner([answer(text)], stream=True), console, Script("q"))
+    out = console.export_text()
+    assert all(len(line.rstrip()) <= 80 for line in out.splitlines()), out
+    assert not _split_words(out, text), (_split_words(out, text), out)
+    assert "\nA second paragraph follows here." in out  # the answer's own line break kept
+
+
+def test_streamed_pieces_are_held_until_their_word_ends() -> None:
+    console = Console(record=True, width=20)
+    stream = WordStream(console)
+    for piece in ["alpha be", "ta gam", "ma delta epsi", "lon zeta"]:
+        stream.write(piece)
+    stream.end()
+    stream.write("\n  - an indented item that wraps")
+    stream.end()
+    lines = console.export_text().splitlines()
+    assert lines == ["alpha beta gamma", "delta epsilon zeta", "  - an indented item", "that wraps"], lines

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from paperscope.cli import app
+from paperscope.cli.common import NO_MODEL_NOTED
 from paperscope.config import Settings
 from paperscope.rag.embeddings import CachedEmbedder
 from paperscope.rag.store import PaperStore
@@ -221,6 +222,7 @@ def test_ask_json(sample_kb: PaperStore, sample_doc_ids: dict[str, str], monkeyp
     assert answer["track"] == "A" and 0 < len(answer["sources"]) <= 2
     assert {(s["doc_id"], s["section_category"]) for s in answer["sources"]} == {(doc, "METHOD")}
 
+    (sample_kb.settings.home / NO_MODEL_NOTED).unlink(missing_ok=True)  # said once per data directory
     result = runner.invoke(app, ["ask", "How does it work?"])
     assert result.exit_code == 0 and "Track" in result.stdout and "[1]" in result.stdout
     assert "No LLM configured" in result.stderr

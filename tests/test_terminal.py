@@ -111,6 +111,22 @@ def test_json_text_escapes_what_json_leaves_raw() -> None:
     assert "\x9b" not in safe and "\u202e" not in safe
 
 
+def test_indented_text_wraps_at_words_without_padding() -> None:
+    body = terminal.text("Sentences packed up to chunk_size tokens; overlap repeats the last sentences of a paragraph.")
+    out = io.StringIO()
+    Console(file=out, width=40, highlight=False).print(terminal.Indented(body, 4))
+    assert out.getvalue().splitlines() == [
+        "    Sentences packed up to chunk_size",
+        "    tokens; overlap repeats the last",
+        "    sentences of a paragraph.",
+    ]
+    out = io.StringIO()
+    Console(file=out, width=40, highlight=False).print(
+        terminal.Indented(terminal.text("[1] " + "x" * 50), 4, hanging=True)
+    )
+    assert out.getvalue().splitlines() == ["[1]", "    " + "x" * 36, "    " + "x" * 14]  # a long word folded
+
+
 # --- every command, piped -------------------------------------------------------------------------------
 
 

@@ -7,10 +7,13 @@ from typing import Annotated
 
 import typer
 
+from .. import terminal
 from ..backend_logs import quiet_backend_loggers
 from ..errors import ConfigError, PaperscopeError
 from ..terminal import markup
-from .common import KbOption, app, console, fail, print_table, settings_for, write_json
+from .common import KbOption, app, console, fail, settings_for, write_json
+
+OPERATOR_INDENT = 6  # columns an operator's description is indented: under its name, which is indented 2
 
 
 @app.command()
@@ -48,20 +51,26 @@ def config_command(
     kb: KbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help='Print {"NAME": {"value", "source"}} as JSON.')] = False,
     set_values: Annotated[
-        list[str] | None, typer.Option("--set", help="Keep NAME=VALUE as the --kb knowledge base's own; repeatable.")
+        list[str] | None,
+        typer.Option(
+            "--set", metavar="NAME=VALUE", help="Keep NAME=VALUE as the --kb knowledge base's own; repeatable."
+        ),
     ] = None,
     unset: Annotated[
-        list[str] | None, typer.Option("--unset", help="Remove NAME from the --kb knowledge base's own; repeatable.")
+        list[str] | None,
+        typer.Option("--unset", metavar="NAME", help="Remove NAME from the --kb knowledge base's own; repeatable."),
     ] = None,
 ) -> None:
     """Show every setting, its value and where it came from: default, env, user (config.toml), kb, request.
+
+    Each with what it does (its description), wrapped to the terminal's width.
 
     --set/--unset change the settings kept with one knowledge base (--kb), checked before they are saved.
     """
     from ..rag.kb_settings import parse_assignment, read_kb_settings, save_overrides
     from ..rag.store import knowledge_bases, peek_client
     from ..settings_layers import load_layers, user_file
-    from .config_view import changes_lines, settings_table
+    from .config_view import changes_lines, settings_view
 
     quiet_backend_loggers()
     try:
@@ -94,7 +103,7 @@ def config_command(
     if as_json:
         write_json(json.dumps(layered.provenance_json(), ensure_ascii=False, indent=2))
         return
-    print_table(settings_table(layered, found))
+    console.print(settings_view(layered, found))
 
 
 @app.command()
@@ -107,8 +116,6 @@ def operators(
     of installed plugins (entry points `paperscope.operators`) too; pick them in settings (`paperscope config`) or
     per command (--retriever, --rerank, --strategy).
     """
-    from rich.table import Table
-
     from ..agent import router  # noqa: F401  (registers the LLM router: the registry imports rag's operators only)
     from ..rag.registry import operators as registered  # imports every built-in operator and the plugins
 
@@ -117,10 +124,15 @@ def operators(
         rows = [{"kind": o.kind, "name": o.name, "needs": list(o.needs), "summary": o.summary} for o in ops]
         write_json(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    table = Table(title=f"{len(ops)} operators")
-    for col in ("kind", "name", "needs"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("what it does", overflow="fold")
+    # A list per kind, each description wrapped under its name: readable at 80 columns on a terminal and piped
+    # alike (a table ran 400 characters wide piped, and squeezed the descriptions to a sliver on a terminal).
+    console.print(f"[bold]{len(ops)} operators[/bold]", highlight=False)
+    kind = None
     for o in ops:
-        table.add_row(o.kind, o.name, ", ".join(o.needs) or "-", o.summary)
-    print_table(table)
+        if o.kind != kind:
+            kind = o.kind
+            console.print()
+            console.print(terminal.text(f"{kind}s", "bold"))
+        needs = f"  (needs {', '.join(o.needs)})" if o.needs else ""
+        console.print(terminal.text(f"  {o.name}", "cyan") + terminal.text(needs, "dim"), overflow="fold")
+        console.print(terminal.Indented(terminal.text(o.summary), OPERATOR_INDENT))

@@ -8,13 +8,16 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
-from typer.core import TyperCommand
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.models import CommandFunctionType
 
 from .. import terminal
 from ..backend_logs import quiet_backend_loggers
@@ -28,7 +31,79 @@ if TYPE_CHECKING:
     from ..rag.store import PaperStore
     from .remote import Remote
 
-app = typer.Typer(
+# --- help without Python types ---------------------------------------------------------------------------
+# Typer's help shows each parameter's Python type as its metavar (`--kb <str>`, `--json <bool>`, `--paper
+# <list[str]>`, `--k <int range>`): noise for a researcher, and a column that narrows every description at 80
+# columns. Our parameters show none for flags and arguments (the name says it) and a plain word for a value
+# (TEXT, N, NUMBER, PATH, the choices), or the metavar a command gives its option.
+
+
+class _PlainArgument(TyperArgument):
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+class _PlainOption(TyperOption):
+    def display_type_rich(self, ctx: Any) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        if self.is_flag or self.count:
+            return None
+        return value_metavar(self)
+
+
+def value_metavar(param: Any) -> str:
+    """The word help shows for an option's value, from its type: TEXT, N, NUMBER, PATH or its choices."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None:
+        return "TEXT"
+    if desc.is_choice and desc.choices:
+        return "|".join(str(getattr(c, "value", c)) for c in desc.choices)
+    if desc.is_path or desc.is_file:
+        return "PATH"
+    annotation = desc.annotation
+    if desc.is_list:  # a repeatable option: the word of one value (its help says "repeatable")
+        annotation = next(iter(typing.get_args(annotation)), str)
+    return {int: "N", float: "NUMBER"}.get(annotation, "TEXT")
+
+
+def _plain(params: list[Any]) -> list[Any]:
+    """The parameters of a command, shown without types (see above). Typer builds them itself from the function's
+    annotations (and click adds --help when asked for), so each is given our class where it is handed out: the
+    class only changes how help shows it, nothing of how it parses."""
+    for param in params:
+        if type(param) is TyperArgument:
+            param.__class__ = _PlainArgument
+        elif type(param) is TyperOption:
+            param.__class__ = _PlainOption
+    return params
+
+
+class PlainCommand(TyperCommand):
+    """Every paperscope command: its help without Python types."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain(super().get_params(ctx))
+
+
+class PlainGroup(TyperGroup):
+    """`paperscope` itself: its help without Python types."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain(super().get_params(ctx))
+
+
+class _App(typer.Typer):
+    """A Typer app whose commands are PlainCommand unless they name their own class (a subclass of it)."""
+
+    def command(
+        self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
+    ) -> Callable[[CommandFunctionType], CommandFunctionType]:
+        return super().command(name, cls=cls or PlainCommand, **kwargs)
+
+
+app = _App(
+    cls=PlainGroup,
     help="Ask questions of a pile of research papers.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -40,7 +115,7 @@ app = typer.Typer(
 _LISTED = re.compile(r"\{(chunker|retriever|reranker|transform|enricher)s\}")
 
 
-class OperatorHelp(TyperCommand):
+class OperatorHelp(PlainCommand):
     """A command whose options' help lists operators from the registry (`help="... {retrievers}."`).
 
     Filled in only when the help is shown: listing operators imports their modules and the plugins, which the
@@ -146,7 +221,7 @@ SHORT_ID = 8  # doc_id characters shown in tables
 NO_STRUCTURE = "no headings were found; the text is kept as one section and is still searched"
 
 
-KbOption = Annotated[str | None, typer.Option("--kb", help="Knowledge base name (default: papers).")]
+KbOption = Annotated[str | None, typer.Option("--kb", metavar="NAME", help="Knowledge base name (default: papers).")]
 
 
 def progress_bars(quiet: bool) -> Progress:
@@ -214,6 +289,7 @@ TransformOption = Annotated[
     str | None,
     typer.Option(
         "--transform",
+        metavar="NAMES",
         help="Query transforms with the chat model, comma-separated: {transforms}.",
     ),
 ]
@@ -245,11 +321,36 @@ def llm_warning(line: str) -> None:
     err_console.print(f"[yellow]warning:[/yellow] {markup(line)}", highlight=False, soft_wrap=True)
 
 
-def say_mode(settings: Settings) -> None:
-    if not settings.llm.model:
-        err_console.print(
-            "[dim]No LLM configured (PAPERSCOPE_LLM_MODEL, OPENAI_BASE_URL): answering with extracted sentences.[/dim]"
-        )
+#: Under the data directory: there since `ask` said no chat model is configured, until a model is configured again.
+NO_MODEL_NOTED = "no-llm-noticed"
+NO_MODEL = "No LLM configured (PAPERSCOPE_LLM_MODEL, OPENAI_BASE_URL): answering with extracted sentences."
+
+
+def say_mode(settings: Settings, *, once_per_home: bool = False, quiet: bool = False) -> None:
+    """Say on stderr that answers are extracted sentences, when no chat model is configured.
+
+    A chat says it once, at its start (then every question of the session is answered so). A one-shot `ask` says it
+    once per data directory: a researcher who works without a model knows it after the first answer (each answer's
+    title says "extracted" too) and reads the same line on every question as noise. Once a model has been
+    configured for this home, the first `ask` without one says it again: a new shell that lost
+    PAPERSCOPE_LLM_MODEL is then not mistaken for the model answering. `quiet` (--json): nothing said, the
+    configured model still noted.
+    """
+    marker = Path(settings.home).expanduser() / NO_MODEL_NOTED
+    if settings.llm.model:
+        if once_per_home:
+            with suppress(OSError):  # best effort: a read-only home says it every time instead
+                marker.unlink(missing_ok=True)
+        return
+    if quiet:
+        return
+    if once_per_home:
+        if marker.exists():
+            return
+        if marker.parent.is_dir():  # never creates the data directory: a home that does not exist fails anyway
+            with suppress(OSError):
+                marker.touch()
+    err_console.print(f"[dim]{NO_MODEL}[/dim]", highlight=False)
 
 
 def print_table(table: Any) -> None:
@@ -268,6 +369,7 @@ ServerOption = Annotated[
     str | None,
     typer.Option(
         "--server",
+        metavar="URL",
         envvar="PAPERSCOPE_SERVER",
         help="Ask this running `paperscope serve` (URL) instead of opening the store; or PAPERSCOPE_SERVER. ask, "
         "retrieve, papers and chat use the server running on this data directory by themselves.",

@@ -44,10 +44,12 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     kb: KbOption = None,
     paper: Annotated[
-        list[str] | None, typer.Option("--paper", help="Only this paper (doc_id or prefix); repeatable.")
+        list[str] | None,
+        typer.Option("--paper", metavar="DOC_ID", help="Only this paper (doc_id or prefix); repeatable."),
     ] = None,
     section: Annotated[
-        list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
+        list[str] | None,
+        typer.Option("--section", metavar="CATEGORY", help="Only these section categories, e.g. METHOD; repeatable."),
     ] = None,
     collection: Annotated[
         str | None,
@@ -67,6 +69,7 @@ def ask(
         str,
         typer.Option(
             "--format",
+            metavar="FORMAT",
             help="text (the answer and its sources), markdown (the answer citing papers, with a reference list) or "
             "bibtex (the entries of the papers it cites).",
         ),
@@ -74,8 +77,8 @@ def ask(
 ) -> None:
     """Answer a question from the papers, with numbered sources.
 
-    With an LLM configured the agent searches step by step; --no-agent, --paper, --collection, --section or --k run
-    the single-shot path (explicit scopes are hard filters the agent could not be held to).
+    With an LLM configured the agent searches step by step.
+    --no-agent, --paper, --collection, --section or --k run the single-shot path (hard filters the agent ignores).
     """
     from ..operations import AskRequest, settings_request
     from ..operations import answer as run_answer
@@ -96,8 +99,7 @@ def ask(
         request = build(AskRequest, query=question, **options)
         settings = settings_for(kb, **settings_request(request))
         check_model_needs(settings)
-        if not as_json:
-            say_mode(settings)
+        say_mode(settings, once_per_home=True, quiet=as_json)
         try:
             with open_kb(settings, warn=True) as store:
                 answer = run_answer(store, settings, request)
@@ -121,10 +123,12 @@ def retrieve(
     question: Annotated[str, typer.Argument(help="The question, in quotes.")],
     kb: KbOption = None,
     paper: Annotated[
-        list[str] | None, typer.Option("--paper", help="Only this paper (doc_id or prefix); repeatable.")
+        list[str] | None,
+        typer.Option("--paper", metavar="DOC_ID", help="Only this paper (doc_id or prefix); repeatable."),
     ] = None,
     section: Annotated[
-        list[str] | None, typer.Option("--section", help="Only these section categories, e.g. METHOD; repeatable.")
+        list[str] | None,
+        typer.Option("--section", metavar="CATEGORY", help="Only these section categories, e.g. METHOD; repeatable."),
     ] = None,
     collection: Annotated[
         str | None,
@@ -327,14 +331,14 @@ def evaluate(
 def _print_answer(answer: Answer) -> None:
     from rich.panel import Panel
 
-    from ..chat import LEGEND, how_answered, source_line, with_verdicts
+    from ..chat import LEGEND, how_answered, source_row, with_verdicts
 
     title = f"Track {answer.track} · {answer.track_label} · {how_answered(answer)}"
     console.print(Panel(with_verdicts(answer), title=title, title_align="left"))
     if answer.claims:
         console.print(f"[dim]{LEGEND}[/dim]", highlight=False)
     for s in answer.sources:
-        console.print(source_line(s, chunks=True))
+        console.print(source_row(s, chunks=True))
     for note in answer.notes:
         if note not in answer.answer:
             console.print(f"[yellow]note:[/yellow] {markup(note)}")

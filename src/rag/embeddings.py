@@ -28,7 +28,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -77,8 +77,9 @@ class Embedder(Protocol):
         """Counts tokens as this model sees them (chunk sizes, context budgets)."""
         ...
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in order."""
+    def embed_documents(self, texts: list[str], on_progress: Callable[[int], None] | None = None) -> list[list[float]]:
+        """One vector per text, in order. `on_progress(done)`, if given, hears how many of `texts` have their vector
+        as they are embedded (a progress bar), and `len(texts)` once all have."""
         ...
 
     def embed_query(self, text: str) -> list[float]:
@@ -201,14 +202,19 @@ class CachedEmbedder(ABC):
         return self.token_counter.max_tokens
 
     @abstractmethod
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        """Embed one batch with the backend: an (n, dim) float32 array."""
+    def _embed_batch(self, texts: list[str], on_group: Callable[[int], None] | None = None) -> np.ndarray:
+        """Embed one batch with the backend: an (n, dim) float32 array. A backend that embeds a batch in smaller
+        groups tells `on_group(done)` the texts of `texts` embedded after each; the others need not call it."""
 
     def _key(self, text: str) -> bytes:
         return hashlib.sha256(f"{self._name}\x00{text}".encode()).digest()
 
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Vectors for `texts`, from the cache where possible, the rest in batches of `batch_size`."""
+    def embed_documents(self, texts: list[str], on_progress: Callable[[int], None] | None = None) -> list[list[float]]:
+        """Vectors for `texts`, from the cache where possible, the rest in batches of `batch_size`.
+
+        `on_progress(done)`: the texts that have their vector so far, after the caches, after each group a local
+        ONNX model runs (8 texts: onnx_model.GROUP) or each batch of the other backends, and `len(texts)` at the end.
+        """
         if not texts:
             return []
         keys = [self._key(t) for t in texts]
@@ -226,12 +232,24 @@ class CachedEmbedder(ABC):
             missing = [k for k in missing if k not in from_disk]
         wanted = set(missing)
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k in wanted}
-        self.cache_hits += len(texts) - sum(1 for k in keys if k in todo)
+        cached = len(texts) - sum(1 for k in keys if k in todo)
+        self.cache_hits += cached
         items = list(todo.items())
+        reported = 0
+
+        def report(done: int) -> None:
+            nonlocal reported
+            if on_progress is not None and done > reported:
+                reported = done
+                on_progress(done)
+
+        report(cached)
         for start in range(0, len(items), self.batch_size):
             batch = items[start : start + self.batch_size]
+            base = cached + start
             started = time.perf_counter()
-            out = np.asarray(self._embed_batch([t for _, t in batch]), dtype=np.float32)
+            on_group = (lambda n, base=base: report(base + n)) if on_progress is not None else None
+            out = np.asarray(self._embed_batch([t for _, t in batch], on_group), dtype=np.float32)
             self.seconds += time.perf_counter() - started
             if out.ndim != 2 or out.shape[0] != len(batch):
                 raise ValueError(f"{self._name}: expected {len(batch)} vectors, got shape {out.shape}")
@@ -242,6 +260,8 @@ class CachedEmbedder(ABC):
             self._remember(fresh)
             if self._disk is not None:
                 self._disk_call("write", lambda disk, items=fresh: disk.put_many(items))
+            report(base + len(batch))  # a backend that does not report its groups: the whole batch at once
+        report(len(texts))  # texts given more than once were counted once until here
         return [vectors[k].tolist() for k in keys]
 
     def _disk_cache(self) -> _DiskCache | None:
@@ -356,12 +376,13 @@ class SentenceTransformerEmbedder(CachedEmbedder):
             self._tokens = WordCounter(int(seq) - 2)
         return self._tokens
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], on_group: Callable[[int], None] | None = None) -> np.ndarray:
         # On ONNX Runtime where the model has been exported: no torch to import for a question, and chunks run
-        # shortest first in small groups, 1.5x faster than torch (onnx_model.py; benchmarks/embed_bench.py).
+        # shortest first in small groups, 1.5x faster than torch (onnx_model.py; benchmarks/embed_bench.py), each
+        # group told to `on_group`. Torch embeds the batch in one call: its progress is the batch's.
         onnx = self.onnx
         if onnx is not None:
-            return np.asarray(onnx.embed(texts), dtype=np.float32)
+            return np.asarray(onnx.embed(texts, on_group), dtype=np.float32)
         if self.int8:  # torch would give the fp32 model's vectors, which this knowledge base does not hold
             raise ConfigError(f"embedding model {self.name}: the int8 model could not be made (see the warning above)")
         import torch
@@ -438,7 +459,8 @@ class OpenAIEmbedder(CachedEmbedder):
     def token_counter(self) -> TokenCounter:
         return self._tokens
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], on_group: Callable[[int], None] | None = None) -> np.ndarray:
+        # One request per batch: its progress is the batch's (smaller requests would cost round trips).
         out = np.asarray(self.client.embed_documents(texts), dtype=np.float32)
         if self._dim is not None and out.ndim == 2 and out.shape[1] != self._dim:
             raise ConfigError(f"{self.name}: the endpoint returned vectors of dim {out.shape[1]}, expected {self._dim}")

@@ -547,7 +547,8 @@ def _ingest_file(
             doc_id,
             sha,
             source,
-            on_batch=lambda done, total: report("embedding", done, total),
+            # Only when someone listens: an embedder that reports no progress is asked for none.
+            on_batch=(lambda done, total: report("embedding", done, total)) if progress is not None else None,
             enrichments=enriched.enrichments if enriched else (),
             summary=enriched.summary if enriched else "",
             meta=meta,

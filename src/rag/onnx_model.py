@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +130,9 @@ class OnnxModel:
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Normalised mean-pooled vectors of `texts`, in their order.
+    def embed(self, texts: list[str], on_group: Callable[[int], None] | None = None) -> np.ndarray:
+        """Normalised mean-pooled vectors of `texts`, in their order; `on_group(done)` hears after each group how
+        many of `texts` are embedded so far (a progress bar that moves every GROUP texts, not once a batch).
 
         The texts run shortest first in small groups: each group is padded only to its own longest text, and
         attention costs the square of that width. On 2 cores, chunks of real papers in batches of 64 embed at 21
@@ -141,8 +143,12 @@ class OnnxModel:
             return np.zeros((0, 0), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        groups = [order[start : start + GROUP] for start in range(0, len(order), GROUP)]
-        vectors = np.vstack([self._run([encodings[i] for i in group]) for group in groups])
+        parts = []
+        for start in range(0, len(order), GROUP):
+            parts.append(self._run([encodings[i] for i in order[start : start + GROUP]]))
+            if on_group is not None:
+                on_group(min(start + GROUP, len(order)))
+        vectors = np.vstack(parts)
         out = np.empty_like(vectors)
         out[order] = vectors  # back in the order the texts came
         return out

@@ -35,11 +35,24 @@ KEEP_JOBS = 1000  # finished jobs remembered, newest kept
 
 
 class JobProgress(BaseModel):
-    """Where a job is: its ingest stage, and chunks embedded of the total while embedding."""
+    """Where a job is: its ingest stage, and chunks embedded of the total while embedding.
+
+    A finished job (stage "done") says how much work it did: a done job `done == total` = the chunks it stored, or 1
+    (its file) when it had none to store (the paper was there already: `unchanged`); a failed job where it stopped.
+    """
 
     stage: Literal["queued", "reading", "parsing", "chunking", "embedding", "done"] = "queued"
     done: int = 0
     total: int = 0
+
+
+def finished_progress(result: FileResult | None, reached: JobProgress) -> JobProgress:
+    """The progress a job reports once it ended: `reached` is the last progress it reported while it ran."""
+    if result is None or result.status == "failed":
+        return JobProgress(stage="done", done=reached.done, total=reached.total)
+    # A client's bar ends full (not at 0 of 0): the chunks stored, else the file itself as the one thing done.
+    work = result.chunks or reached.total or 1
+    return JobProgress(stage="done", done=work, total=work)
 
 
 class Job(BaseModel):
@@ -155,7 +168,14 @@ class JobQueue:
                 for name, value in fields.items():
                     setattr(job, name, value)
 
-    def _finish(self, task: _Task, *, result: FileResult | None = None, error: str | None = None) -> None:
+    def _finish(
+        self,
+        task: _Task,
+        *,
+        result: FileResult | None = None,
+        error: str | None = None,
+        reached: JobProgress | None = None,
+    ) -> None:
         failed = error is not None or result is None or result.status == "failed"
         self._update(
             task.job_id,
@@ -163,7 +183,7 @@ class JobQueue:
             result=result,
             status=result.status if result is not None else "failed",
             error=error or (result.error if result is not None else None),
-            progress=JobProgress(stage="done"),
+            progress=finished_progress(None if failed else result, reached or JobProgress()),
             finished=time.time(),
         )
         if failed and task.on_failed is not None:
@@ -173,23 +193,26 @@ class JobQueue:
                 log.warning("cleaning up after job %s failed: %s", task.job_id, exc)
 
     def _run(self, task: _Task) -> None:
-        self._update(task.job_id, state="running", started=time.time(), progress=JobProgress(stage="reading"))
+        reached = JobProgress(stage="reading")
+        self._update(task.job_id, state="running", started=time.time(), progress=reached)
 
         def progress(path: Path, stage: Stage, done: int, total: int) -> None:
+            nonlocal reached
             if stage != "done":
-                self._update(task.job_id, progress=JobProgress(stage=stage, done=done, total=total))
+                reached = JobProgress(stage=stage, done=done, total=total)
+                self._update(task.job_id, progress=reached)
 
         try:
             report = ingest([task.path], task.settings, task.store, progress=progress, repair=False)
         except PaperscopeError as exc:
-            self._finish(task, error=f"{task.path.name}: {exc}")
+            self._finish(task, error=f"{task.path.name}: {exc}", reached=reached)
             return
         except Exception as exc:  # a bug must fail this job alone, not the writer thread
             _, message = fault(exc, f"ingest job {task.job_id}")
-            self._finish(task, error=f"{task.path.name}: {message}")
+            self._finish(task, error=f"{task.path.name}: {message}", reached=reached)
             return
         result = next(iter(report.files), None)
         if result is None:
-            self._finish(task, error=f"{task.path.name}: the uploaded file is gone from the server")
+            self._finish(task, error=f"{task.path.name}: the uploaded file is gone from the server", reached=reached)
             return
-        self._finish(task, result=result)
+        self._finish(task, result=result, reached=reached)

@@ -81,8 +81,7 @@ def check_head(name: str, head: bytes) -> None:
     """The file's first bytes agree with its name: a PDF header, or UTF-8 text without NUL bytes."""
     if Path(name).suffix.lower() in PDF_SUFFIXES:
         if PDF_MAGIC not in head[:PDF_HEADER_WINDOW]:
-            shown = head[:8].decode("latin-1").encode("unicode_escape").decode("ascii")
-            raise ApiError(400, "bad_file", f"{name}: not a PDF (it starts with {shown!r}, not %PDF-)")
+            raise ApiError(400, "bad_file", f"{name}: not a PDF (it starts with {shown_bytes(head[:8])}, not %PDF-)")
         return
     if b"\x00" in head:
         raise ApiError(400, "bad_file", f"{name}: not a text file (it holds NUL bytes)")
@@ -90,6 +89,12 @@ def check_head(name: str, head: bytes) -> None:
         codecs.getincrementaldecoder("utf-8")().decode(head, final=False)  # a character cut at the end is fine
     except UnicodeDecodeError as exc:
         raise ApiError(400, "bad_file", f"{name}: not a UTF-8 text file (byte {exc.start})") from None
+
+
+def shown_bytes(data: bytes) -> str:
+    """Bytes as a message quotes them, escaped once: `'hello\\n'`, `'\\x89PNG'` (what a terminal or a JSON client shows
+    as is). Escaping them (unicode_escape) and then taking the repr of that doubled every backslash."""
+    return ascii(data.decode("latin-1"))
 
 
 def store_upload(source: BinaryIO, name: str, root: Path, limit_bytes: int) -> Stored:

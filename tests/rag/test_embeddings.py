@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from paperscope.errors import ConfigError
+from paperscope.rag import onnx_model
 from paperscope.rag.embeddings import (
     LOCAL_MODEL_DIM,
     LOCAL_MODEL_NAME,
@@ -104,6 +105,32 @@ def test_batches_and_memory_cache() -> None:
     assert (emb.calls, emb.embedded) == (4, 6)
     emb.embed_query(texts[1])
     assert emb.calls == 4
+
+
+def test_progress_is_told_after_each_small_group() -> None:
+    """An ingest's bar moves every 8 chunks the local model embeds (its groups), not once per batch of 64."""
+    emb = make_embedder("local")
+    assert isinstance(emb, SentenceTransformerEmbedder) and emb.onnx is not None
+    assert onnx_model.GROUP == 8
+    texts = [f"progress sentence {i} about ferns growing in the shade" for i in range(20)]
+    calls: list[int] = []
+    vectors = emb.embed_documents(texts, on_progress=calls.append)
+    assert vectors == emb.embed_documents(texts)  # the same vectors as without a callback
+    assert calls == [8, 16, 20]
+    calls.clear()
+    emb.embed_documents(texts, on_progress=calls.append)
+    assert calls == [20]  # from the cache: at once
+    calls.clear()
+    fresh = [*texts[:4], *(f"another sentence {i} about moss" for i in range(12))]
+    emb.embed_documents(fresh, on_progress=calls.append)
+    assert calls == [4, 12, 16]  # the cached first, then each group
+    small = make_embedder("local", batch_size=10)
+    calls.clear()
+    small.embed_documents([f"batched sentence {i} about lichens" for i in range(20)], on_progress=calls.append)
+    assert calls == [8, 10, 18, 20]  # groups within each batch of 10
+    calls.clear()
+    small.embed_documents(["twice the same text", "twice the same text", "once"], on_progress=calls.append)
+    assert calls == [2, 3]  # a text given twice is embedded once, counted at the end
 
 
 def test_disk_cache_survives_a_new_embedder(tmp_path: Path) -> None:

@@ -142,6 +142,38 @@ def test_new_content_at_a_path_replaces_the_old_paper(
     assert hits and {h.doc_id for h in hits} == {new.doc_id}
 
 
+def test_embedding_progress_moves_every_small_group(tmp_path: Path, store: PaperStore) -> None:
+    """The bar of a paper's embedding moves every 8 chunks (the local model's groups), not once per batch of 64; what
+    the progress callback raises (the caller stopping) ends the ingest as it was raised."""
+    paper = tmp_path / "ferns.md"
+    paragraphs = [f"Fern plot {i} grew {i} millimetres in the shade over the season. " * 12 for i in range(24)]
+    paper.write_text(paper_markdown("A Paper On Ferns", 2024, [("## 1 Results", paragraphs)]))
+    seen: list[tuple[int, int]] = []
+
+    def progress(path: Path, stage: str, done: int, total: int) -> None:
+        if stage == "embedding":
+            seen.append((done, total))
+
+    [result] = ingest([paper], store.settings, store, progress=progress).files
+    assert result.status == "ingested" and result.chunks > 16, result
+    total = result.chunks
+    assert total < store.write_batch  # one batch: its progress comes from the model's groups
+    assert [done for done, _ in seen] == [0, *range(8, total, 8), total] and {t for _, t in seen} == {total}
+
+    class Stop(Exception):
+        pass
+
+    def stopping(path: Path, stage: str, done: int, total: int) -> None:
+        if stage == "embedding" and done:
+            raise Stop
+
+    other = tmp_path / "moss.md"
+    other.write_text(paper.read_text().replace("Fern", "Moss"))
+    [stopped] = ingest([other], store.settings, store, progress=stopping).files
+    assert stopped.status == "failed" and "Stop" in (stopped.error or "")  # not worded as the embedder failing
+    assert "embedding chunks" not in (stopped.error or "")
+
+
 class Interrupting:
     """Wraps an embedder; raises `error` on the `fail_on`-th embed_documents call."""
 

@@ -58,6 +58,22 @@ def test_first_bytes_must_agree_with_the_name() -> None:
             check_head(name, head)
 
 
+@pytest.mark.parametrize(
+    ("head", "shown"),
+    [
+        (b"hello\n", "'hello\\n'"),
+        (b"\x89PNG\r\n\x1a\nrest", "'\\x89PNG\\r\\n\\x1a\\n'"),
+        (b"it's a text", '"it\'s a t"'),
+    ],
+)
+def test_a_file_that_is_no_pdf_is_quoted_escaped_once(head: bytes, shown: str) -> None:
+    """Its first bytes as Python writes them (one backslash per escape), not escaped and then quoted again."""
+    with pytest.raises(ApiError) as caught:
+        check_head("x.pdf", head)
+    assert caught.value.message == f"x.pdf: not a PDF (it starts with {shown}, not %PDF-)"
+    assert "\\\\" not in caught.value.message and "\n" not in caught.value.message  # one line, no doubled escapes
+
+
 def test_kept_by_content_and_refused_past_the_limit(tmp_path: Path) -> None:
     body = b"%PDF-1.4\n" + b"x" * 5000
     first = store_upload(io.BytesIO(body), "a.pdf", tmp_path, limit_bytes=10_000)

@@ -36,6 +36,15 @@ from .records import (
 from .schema import PAPER_ROW
 
 
+class _CallerRaised(StoreError):
+    """What the caller's progress callback raised inside the embedder: carried past `_failing` (which would word
+    it as an embedding failure) and raised again as it was."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class WritesMixin(CatalogueMixin):
     """Writes to both collections, in an order that never shows a partly stored paper as ready (see base.py); each
     write to the catalogue gives it a new version (catalogue.py)."""
@@ -56,7 +65,8 @@ class WritesMixin(CatalogueMixin):
         """Store (or replace) a paper and its chunks; returns the number of chunk rows written.
 
         `source` is the (escaped) path it was read from; it joins the paths already recorded for the paper.
-        `on_batch(done, total)` is called after each batch of chunks is embedded. `enrichments`: what the
+        `on_batch(done, total)` is called as chunks are embedded (after each small group the embedder runs, each
+        batch at least), before their batch is written; what it raises ends the write as it is. `enrichments`: what the
         chunks' index texts and derived rows were made with (rag/enrich); `summary`: the paper's summary written
         by the chat model, kept in the catalogue and searched with its title, aliases and abstract; `meta`: what its
         library says of it (`paper` already carries the library's title, authors and year: sources/merge.py).
@@ -93,11 +103,21 @@ class WritesMixin(CatalogueMixin):
 
         def embed(start: int) -> list[list[float]]:
             batch = chunks[start : start + self.write_batch]
-            with self._failing(f"embedding chunks {start}..{start + len(batch) - 1}", doc_id):
-                vectors = self.embedder.embed_documents([c.index_text for c in batch])
-            if on_batch is not None:
-                on_batch(start + len(batch), len(chunks))
-            return vectors
+            texts = [c.index_text for c in batch]
+            try:
+                with self._failing(f"embedding chunks {start}..{start + len(batch) - 1}", doc_id):
+                    if on_batch is None:
+                        return self.embedder.embed_documents(texts)
+                    # Progress as the chunks are embedded (every 8 with the local model), not once per batch.
+                    return self.embedder.embed_documents(texts, on_progress=lambda n: _told(on_batch, start + n))
+            except _CallerRaised as raised:
+                raise raised.error from None
+
+        def _told(on_batch: Callable[[int, int], None], done: int) -> None:
+            try:
+                on_batch(done, len(chunks))
+            except Exception as exc:  # the caller stopping the ingest, not the embedder failing: passed on as it is
+                raise _CallerRaised(exc) from exc
 
         starts = range(0, len(chunks), self.write_batch)
         staged = {start: embed(start) for start in starts} if before is not None and before.ready else {}
