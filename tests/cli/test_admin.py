@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,18 +12,9 @@ from typer.testing import CliRunner
 
 from paperscope.cli import app
 from paperscope.config import Settings
+from tests import test_config
 
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A data directory of its own, and an environment without any paperscope, Milvus or OpenAI variable."""
-    for name in list(os.environ):
-        if name.upper().startswith(("PAPERSCOPE_", "MILVUS_", "OPENAI_")):
-            monkeypatch.delenv(name)
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("PAPERSCOPE_HOME", str(path))
-    yield path
+home = test_config.home  # a data directory of its own, an environment without paperscope, Milvus or OpenAI variables
 
 
 def descriptions() -> dict[str, str]:
