@@ -352,7 +352,12 @@ class AnswerWriter:
     ) -> Answer:
         timings["total"] = time.perf_counter() - started
         works = cited_works(
-            text, fields["track"], fields.get("sources", ()), claims, self.engine.store.catalogue().by_id
+            # The catalogue the retrieval just read names the cited papers: no second version check.
+            text,
+            fields["track"],
+            fields.get("sources", ()),
+            claims,
+            self.engine.store.catalogue(checked=False).by_id,
         )
         return Answer(
             query=query, answer=text, timings=timings, claims=placed(claims, text), bibliography=works, **fields

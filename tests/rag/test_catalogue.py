@@ -150,3 +150,24 @@ def test_one_question_reads_the_catalogue_version_once(store: PaperStore, monkey
         assert did in {p.doc_id for p in engine.papers()} and len(reads) == 2
     finally:
         store.delete_paper(did)
+
+
+def test_a_whole_answer_reads_the_catalogue_version_once(
+    store: PaperStore, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer's bibliography names its papers from the catalogue the retrieval read: no second check."""
+    from paperscope.agent.pipeline import Searcher
+
+    searcher = Searcher(store, Settings(home=home), None)
+    searcher.answer("What do kelp forests and otters have to do with each other?")  # the locator and caches built
+    reads: list[object] = []
+    real = type(store)._catalogue_version
+
+    def counted(self: PaperStore) -> tuple[str, int]:
+        reads.append(self)
+        return real(self)
+
+    monkeypatch.setattr(type(store), "_catalogue_version", counted)
+    answer = searcher.answer("How do otters use kelp forests according to Alpha?")
+    assert answer.bibliography and len(reads) == 1
+    assert store.catalogue(checked=False) is store.catalogue()  # the copy held is the current one

@@ -55,9 +55,18 @@ class Catalogue:
 class CatalogueMixin(ReadsMixin):
     """`catalogue()`: the brief catalogue, cached per knowledge base and process (see the module docstring)."""
 
-    def catalogue(self) -> Catalogue:
-        """Every paper's brief row (ready or not, by title), from memory unless the catalogue changed."""
+    def catalogue(self, *, checked: bool = True) -> Catalogue:
+        """Every paper's brief row (ready or not, by title), from memory unless the catalogue changed.
+
+        `checked=False`: the copy this process last read, without asking whether it is still current (two round
+        trips saved), when there is one; for what only names papers (an answer's bibliography after its
+        retrieval read the catalogue), never for what decides which papers are searched."""
         key = (self.uri, self.kb)
+        if not checked:
+            with _CACHE_LOCK:
+                held = _CACHE.get(key)
+            if held is not None:
+                return held
         # The version is read before the rows: a write landing in between makes the next call read them again,
         # never labels old rows with the new version.
         version = self._catalogue_version()
