@@ -104,7 +104,7 @@ class AnswerWriter:
         elif not sources:
             text = "No passage in the knowledge base answers this question."
         elif model is None:
-            ex = extracted(query, evidence, header=header)
+            ex = extracted(query, evidence, header=header, spread=retrieval.track != "A")
             text, claims = ex.text, ex.claims
         else:
             emitted: list[str] = []
@@ -125,7 +125,7 @@ class AnswerWriter:
             except LLMError as exc:
                 llm_error, extractive = str(exc), True
                 notes.append(f"The model failed ({exc.reason}); the answer is extracted from the sources without it.")
-                ex = extracted(query, evidence, header=header)
+                ex = extracted(query, evidence, header=header, spread=retrieval.track != "A")
                 text, claims = ex.text, ex.claims
             else:
                 if stream is not None:

@@ -425,7 +425,10 @@ def _query_terms(text: str) -> list[str]:
     return terms(translate(_ZH_ASKING.sub(" ", text)))
 
 
-def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_source: int = 3) -> list[Pick]:
+PER_SOURCE = 3  # lines of an answer one source may give, where the answer should reach several
+
+
+def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_source: int = PER_SOURCE) -> list[Pick]:
     """The lines that answer, then those that support; source numbers count from 1 in `evidence` order."""
     candidates = _candidates(evidence)
     if not candidates:
@@ -550,10 +553,15 @@ class Extracted:
     claims: list[Claim]
 
 
-def extracted(query: str, evidence: list[Evidence], max_sentences: int = 6, header: str = HEADER) -> Extracted:
+def extracted(
+    query: str, evidence: list[Evidence], max_sentences: int = 6, header: str = HEADER, *, spread: bool = True
+) -> Extracted:
     """The cited sentences as a short list under a header that says they are extracted; the paper's own
-    reference numbers are stripped, so every [n] is one of our sources. Each line's spans are its claims."""
-    picks = extract(query, evidence, max_sentences)
+    reference numbers are stripped, so every [n] is one of our sources. Each line's spans are its claims.
+
+    `spread`: at most `PER_SOURCE` lines from one source, so that a survey's answer reaches several papers; a
+    question about one paper (Track A) is answered from that paper's passages, as many of its lines as fit."""
+    picks = extract(query, evidence, max_sentences, PER_SOURCE if spread else max_sentences)
     if not picks:
         return Extracted("No passage in the knowledge base answers this question.", [])
     lines = [header]

@@ -531,3 +531,19 @@ def test_a_paper_named_in_the_question_is_no_code() -> None:
     codes = _codes("How many sites of the sample in 'Combating Web Spam with TrustRank' featured spam?", candidates)
     assert codes == frozenset()
     assert _codes("How much does Bigtable compress the Analytics table?", candidates) == frozenset()
+
+
+def test_a_question_about_one_paper_takes_all_its_lines_from_it() -> None:
+    """A survey's answer spreads over its sources (three lines from one at most); a question about one paper is
+    answered from that paper's passages, as many lines as the answer holds."""
+    from paperscope.answer.extractive import PER_SOURCE, extracted
+
+    sentences = [f"The kelp survey counted {100 + i} otters in bay {i} during the {i + 1}th season." for i in range(8)]
+    evidence = [_evidence([" ".join(sentences)])]
+    question = "How many otters did the kelp survey count in each bay?"
+
+    def lines(text: str) -> int:
+        return sum(1 for line in text.splitlines() if line.startswith("- "))
+
+    assert lines(extracted(question, evidence).text) == PER_SOURCE
+    assert lines(extracted(question, evidence, spread=False).text) == 6
