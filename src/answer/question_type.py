@@ -47,6 +47,9 @@ _EN_NUMBER = re.compile(
     # "give the exact figure", "report the value": a request for a figure, whatever the question before it asks
     rf"|\b(?:give|state|report|quote|provide|name)\s+(?:the|its|their|an?)\s+(?:exact\s+|precise\s+)?"
     rf"(?:figures?|numbers?|values?|counts?|amounts?|percentages?)\b|\bexact (?:figures?|numbers?|values?)\b"
+    # "what input dimension N was used", "which learning rate η": a quantity named by its symbol has a value
+    rf"|\b(?:what|which)\s+(?:[\w'’-]+\s+){{0,4}}?(?![aAI]\b)(?:[A-Za-z]|[α-ωΑ-Ω])(?:_\w+)?\s+"
+    rf"(?:was|were|is|are|did|does|do|has|had|and|used|of|for|in|on)\b"
     # "above what scale", "at what temperature", "up to what size": a threshold or a setting, stated as a value
     rf"|\b(?:above|below|at|over|under|beyond|up to|down to|within)\s+what\b(?!\s+(?:stage|step|point|phase)s?\b)",
     re.I,

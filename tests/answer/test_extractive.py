@@ -122,6 +122,9 @@ def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
         ("Does the decoder reach 95% on the testbed? Give the exact figure.", {Ask.YESNO, Ask.NUMBER}),
         ("Below what pressure does the seal start to leak?", {Ask.NUMBER}),
         ("At what stage is the filter applied?", set()),  # a stage is no value
+        # a quantity named by its symbol has a value
+        ("What input dimension N was used for the runs?", {Ask.NUMBER}),
+        ("Which method A or B wins?", {Ask.ENTITY}),  # a label, not a symbol of a quantity
         ("论文的局限性是什么？", {Ask.LIMITATION}),
         (
             "What did the authors of 'Heart Failure Programmes: Why They Work' find?",
