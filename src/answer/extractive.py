@@ -190,8 +190,9 @@ class _Scorer:
         return self._relatives_of[t]
 
     def lexical(self, c: _Candidate, q: list[str], covered: frozenset[str] = frozenset()) -> float:
-        """BM25 of `c` for the question words `q`; title words and words already `covered` count less, and a
-        word met only as a relative ("satisfaction" for "satisfied") counts half."""
+        """BM25 of `c` for the question words `q`, each counted once however often the unit says it; title words
+        and words already `covered` count less, and a word met only as a relative ("satisfaction" for
+        "satisfied") counts half."""
         d = c.terms
         norm = 1.2 * (0.25 + 0.75 * sum(d.values()) / self.avg_len)
         total = 0.0
@@ -202,7 +203,9 @@ class _Scorer:
                 weight = 0.5
                 if not match:
                     continue
-            w = weight * math.log(1 + len(self.candidates) / self.df[match]) * d[match] * 2.2 / (d[match] + norm)
+            # Present or not: in one sentence a word said twice is wording, not twice the relevance (a sentence
+            # that repeats the question's noun outranked the one stating the asked figure once).
+            w = weight * math.log(1 + len(self.candidates) / self.df[match]) * 2.2 / (1 + norm)
             if t in c.title_terms:
                 w *= 0.35  # it names the paper, not the answer
             if t in covered:

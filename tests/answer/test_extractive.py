@@ -550,3 +550,18 @@ def test_a_question_about_one_paper_takes_all_its_lines_from_it() -> None:
 
     assert lines(extracted(question, evidence).text) == PER_SOURCE
     assert lines(extracted(question, evidence, spread=False).text) == 6
+
+
+def test_a_word_said_twice_in_a_sentence_counts_once() -> None:
+    """Sentence BM25 counts each of the question's words once per unit: repeating the question's noun says no more
+    about the asked fact than naming it once."""
+    from paperscope.answer.extractive import _candidates, _query_terms, _Scorer
+
+    once = "The survey counted otters in twelve bays along the northern coast last spring."
+    twice = "The survey counted otters and more otters in bays along the northern coast last spring."
+    candidates = _candidates([_evidence([f"{once} {twice}"])])
+    by_text = {c.unit.text: c for c in candidates}
+    question = "How many otters did the survey count?"
+    scorer = _Scorer(candidates, question)
+    q = _query_terms(question)
+    assert scorer.lexical(by_text[twice], q) <= scorer.lexical(by_text[once], q)
