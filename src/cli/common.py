@@ -222,6 +222,14 @@ NO_STRUCTURE = "no headings were found; the text is kept as one section and is s
 
 
 KbOption = Annotated[str | None, typer.Option("--kb", metavar="NAME", help="Knowledge base name (default: papers).")]
+CollectionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--collection",
+        metavar="NAME",
+        help="Only the papers filed in this library collection (and those below it).",
+    ),
+]
 
 
 def progress_bars(quiet: bool) -> Progress:

@@ -12,6 +12,7 @@ from .. import terminal
 from ..errors import ConfigError, PaperscopeError
 from ..terminal import markup
 from .common import (
+    CollectionOption,
     KbOption,
     OperatorHelp,
     ServerOption,
@@ -51,10 +52,7 @@ def ask(
         list[str] | None,
         typer.Option("--section", metavar="CATEGORY", help="Only these section categories, e.g. METHOD; repeatable."),
     ] = None,
-    collection: Annotated[
-        str | None,
-        typer.Option("--collection", help="Only the papers filed in this library collection (and those below it)."),
-    ] = None,
+    collection: CollectionOption = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Evidence passages to draw on.")] = None,
     no_agent: Annotated[
         bool, typer.Option("--no-agent", help="Single-shot retrieval even when an LLM is set.")
@@ -130,10 +128,7 @@ def retrieve(
         list[str] | None,
         typer.Option("--section", metavar="CATEGORY", help="Only these section categories, e.g. METHOD; repeatable."),
     ] = None,
-    collection: Annotated[
-        str | None,
-        typer.Option("--collection", help="Only the papers filed in this library collection (and those below it)."),
-    ] = None,
+    collection: CollectionOption = None,
     retriever: Annotated[str | None, typer.Option("--retriever", help="Retriever spec: {retrievers}.")] = None,
     rerank: Annotated[str | None, typer.Option("--rerank", help="Reranker spec: {rerankers}.")] = None,
     k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to return.")] = None,
@@ -209,10 +204,7 @@ def chat(
     reflect: Annotated[
         bool, typer.Option("--reflect", help="Score each answer with the model and retry below reflection.min_score.")
     ] = False,
-    collection: Annotated[
-        str | None,
-        typer.Option("--collection", help="Only the papers filed in this library collection (and those below it)."),
-    ] = None,
+    collection: CollectionOption = None,
 ) -> None:
     """Talk with your papers: questions with history, streamed answers, /sources, /trace, /papers.
 
