@@ -77,3 +77,37 @@ def test_finished_progress() -> None:
     failed = FileResult(path="a.pdf", status="failed", error="a.pdf: embedding failed")
     assert finished_progress(failed, embedding) == JobProgress(stage="done", done=40, total=64)  # where it stopped
     assert finished_progress(None, JobProgress()) == JobProgress(stage="done")
+
+
+def test_a_job_enriches_as_its_upload_asked(tmp_path: Path, local_embedder: CachedEmbedder) -> None:
+    """`enrich` on an upload reaches the ingest: the server's chat model writes the questions, the job reports the
+    enriching stage as it goes and ends done, and the paper is indexed with them."""
+    from tests.openai_server import ScriptedOpenAIServer
+    from tests.rag.test_enrich_ingest import MARK, answer, paper_source
+
+    source = paper_source(tmp_path, "p", "lamprey")
+    with ScriptedOpenAIServer([answer] * 200) as model:
+        llm = {"model": "scripted-model", "base_url": model.base_url, "api_key": "test", "retries": 0, "timeout": 10}
+        settings = Settings(home=tmp_path / "home", llm=llm, enrichment={"strategies": ["questions"]})
+        with PaperStore.open(settings, local_embedder) as store:
+            jobs = JobQueue()
+            stages: list[str] = []
+            real = jobs._update
+
+            def update(job_id: str, **fields: object) -> None:
+                progress = fields.get("progress")
+                if isinstance(progress, JobProgress):
+                    stages.append(progress.stage)
+                real(job_id, **fields)
+
+            jobs._update = update  # type: ignore[method-assign]
+            jobs.start()
+            try:
+                done = run((jobs, settings, store), source)
+            finally:
+                jobs.stop()
+            assert done.state == "done" and done.status == "ingested", done.error
+            assert "enriching" in stages and model.requests
+            [paper] = store.list_papers()
+            assert paper.enrichments == ["questions"]
+            assert any(MARK in row.index_text for row in store.get_chunks(paper.doc_id, kind=None))

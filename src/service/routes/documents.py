@@ -9,7 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from ...config import KB_PATTERN
+from ...config import KB_PATTERN, Settings
 from ...errors import ConfigError, PaperscopeError, UnknownPaper
 from ...operations import check_doc_id, matching_doc_ids, paper_rows
 from ...rag.ingest import doc_id_for
@@ -67,6 +67,7 @@ async def upload(
     options = _ingest_options(strategy, chunk_size, enrich)
     target = await run_in_threadpool(service.library.get, kb, create=True)
     settings = target.settings(options)  # a bad value is refused before the file is stored
+    _check_enrichment(settings)
     limit = int(service.settings.service.max_upload_mb * 1_000_000)
     stored = await run_in_threadpool(store_upload, file.file, name, service.library.uploads, limit)
     job = Job(job_id=service.jobs.new_id(), kb=target.name, file=name, doc_id=doc_id_for(stored.sha256))
@@ -93,11 +94,26 @@ def _ingest_options(strategy: str | None, chunk_size: int | None, enrich: str | 
             raise ConfigError(f"strategy: {exc}") from None
     names = [n.strip() for n in (enrich or "").split(",") if n.strip()]
     for name in names:
+        if name == "none":
+            continue
         try:
             registry.get("enricher", name)
         except ConfigError as exc:
             raise ConfigError(f"enrich: {exc}") from None
-    return {"chunking": {"strategy": strategy, "chunk_size": chunk_size}}
+    options: dict[str, Any] = {"chunking": {"strategy": strategy, "chunk_size": chunk_size}}
+    if names:
+        options["enrichment"] = {"strategies": ",".join(names)}
+    return options
+
+
+def _check_enrichment(settings: Settings) -> None:
+    """Enrichment calls the chat model: without one configured the upload is refused now, in one line, rather than
+    failing as a job."""
+    if settings.enrichment.strategies and not settings.llm.model:
+        raise ConfigError(
+            f"enrich: {', '.join(settings.enrichment.strategies)} needs a chat model, and this server has none "
+            "configured (llm.model, PAPERSCOPE_LLM_MODEL)"
+        )
 
 
 @router.get("/v1/jobs/{job_id}", response_model=Job, summary="An ingest job")

@@ -98,6 +98,8 @@ def test_bad_uploads_are_refused_naming_the_problem(
         ({"strategy": "nonsense"}, 400, "strategy: unknown chunking strategy 'nonsense'"),
         ({"chunk_size": "3"}, 400, "invalid setting chunking.chunk_size"),
         ({"enrich": "magic"}, 400, "enrich: unknown enricher 'magic'"),
+        # the session's server has no chat model: an enrichment is refused at once, not failed as a job
+        ({"enrich": "questions"}, 400, "enrich: questions needs a chat model"),
         ({"kb": "no-such kb"}, 422, "kb: String should match pattern"),
         ({"colour": "blue"}, 400, "unknown field 'colour'"),
     ],
