@@ -35,17 +35,19 @@ def _sha256(path: Path) -> str:
     return known
 
 
-def find_pdf(record: PaperRecord) -> Path:
+def find_pdf(record: PaperRecord, *, not_a_pdf: tuple[int, str] = (400, "it has no pages to show")) -> Path:
     """The PDF on disk holding the paper's bytes.
 
-    ApiError 400 `not_a_pdf` when the paper was read from Markdown or text (no pages to show), 410 `pdf_gone`
+    ApiError `not_a_pdf` when the paper was read from Markdown or text, with the status and the words of
+    `not_a_pdf` (a page image asked of it is a bad request, 400; the PDF itself is not there, 404), 410 `pdf_gone`
     when no path it was read from still holds its bytes (removed, moved or changed since)."""
     stored = list(dict.fromkeys([*record.sources, record.source]))
     paths = [unescape_path(s) for s in stored if s]
     pdfs = [p for p in paths if p.suffix.lower() == ".pdf"]
     if paths and not pdfs:
+        status, lacking = not_a_pdf
         raise ApiError(
-            400, "not_a_pdf", f"paper {record.doc_id} was read from {paths[0].name}, not a PDF: it has no pages to show"
+            status, "not_a_pdf", f"paper {record.doc_id} was read from {paths[0].name}, not a PDF: {lacking}"
         )
     for path in pdfs:
         try:

@@ -29,8 +29,6 @@ from ...parser.page_image import (
     Rect,
     render_page,
 )
-from ...rag.paths import unescape_path
-from ...rag.store import PaperRecord
 from ..errors import ApiError, ClientGone
 from ..page_images import chunk_rects, find_pdf
 from ..state import Service, ServiceDep, abandon, watch_client
@@ -132,14 +130,8 @@ async def pdf(service: ServiceDep, doc_id: DocId, kb: KbQuery = None) -> FileRes
     target = service.library.get(kb)
 
     def locate() -> FilePath:
-        record = find_paper(target, doc_id, ready=True)
-        try:
-            return find_pdf(record)
-        except ApiError as exc:
-            if exc.code != "not_a_pdf":
-                raise
-            # There is nothing to send, not a bad request (as a page image of it is): the file is not there.
-            raise ApiError(404, "not_a_pdf", _no_pdf(record)) from None
+        # A paper read from text: there is nothing to send, not a bad request (as a page image of it is).
+        return find_pdf(find_paper(target, doc_id, ready=True), not_a_pdf=(404, "there is no PDF to open"))
 
     path = await service.run(locate)
     # inline: the browser shows it rather than saving it; the name is the file's (quoted by FileResponse).
@@ -150,12 +142,6 @@ async def pdf(service: ServiceDep, doc_id: DocId, kb: KbQuery = None) -> FileRes
         content_disposition_type="inline",
         headers={"Cache-Control": CACHE},
     )
-
-
-def _no_pdf(record: PaperRecord) -> str:
-    read_from = next((s for s in [*record.sources, record.source] if s), "")
-    name = unescape_path(read_from).name if read_from else "a text file"
-    return f"paper {record.doc_id} was read from {name}, not a PDF: there is no PDF to open"
 
 
 async def draw(
