@@ -297,13 +297,10 @@ def ingest(
 
 def _enricher(settings: Settings) -> Enricher | None:
     """The enricher the settings ask for, with the bounded chat model; a one-line error without a model."""
-    if not settings.enrichment.strategies:
-        return None
-    from ..llm.client import make_chat_model
-    from ..rag.enrich import make_enricher
+    from ..rag.enrich import enricher_for
 
     try:
-        return make_enricher(make_chat_model(settings.llm), settings)
+        return enricher_for(settings)
     except PaperscopeError as exc:
         raise fail(exc) from None
 

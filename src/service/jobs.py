@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -27,9 +27,6 @@ from ..errors import PaperscopeError
 from ..rag.ingest import FileResult, Stage, ingest
 from ..rag.store import PaperStore
 from .errors import fault
-
-if TYPE_CHECKING:
-    from ..rag.enrich import Enricher
 
 log = logging.getLogger("paperscope.service")
 
@@ -206,7 +203,9 @@ class JobQueue:
                 self._update(task.job_id, progress=reached)
 
         try:
-            enricher = _enricher(task.settings)
+            from ..rag.enrich import enricher_for  # on first use: the enrichers and the model client load then
+
+            enricher = enricher_for(task.settings)
             report = ingest([task.path], task.settings, task.store, progress=progress, repair=False, enricher=enricher)
         except PaperscopeError as exc:
             self._finish(task, error=f"{task.path.name}: {exc}", reached=reached)
@@ -220,13 +219,3 @@ class JobQueue:
             self._finish(task, error=f"{task.path.name}: the uploaded file is gone from the server", reached=reached)
             return
         self._finish(task, result=result, reached=reached)
-
-
-def _enricher(settings: Settings) -> Enricher | None:
-    """The index-time enrichment an upload asked for (`enrich`), with the server's chat model; None without."""
-    if not settings.enrichment.strategies:
-        return None
-    from ..llm.client import make_chat_model
-    from ..rag.enrich import make_enricher
-
-    return make_enricher(make_chat_model(settings.llm), settings)

@@ -15,7 +15,7 @@ The stored `text` of a chunk stays the original; what the model wrote is indexed
 
 from . import contextual, headers, questions, raptor, sliding, summaries  # noqa: F401  (registers the enrichers)
 from .base import CallStats, EnrichmentError
-from .runner import ORDER, ROW_KINDS, Cost, EnrichedPaper, Enricher, make_enricher, ordered
+from .runner import ORDER, ROW_KINDS, Cost, EnrichedPaper, Enricher, enricher_for, make_enricher, ordered
 
 __all__ = [
     "ORDER",
@@ -25,6 +25,7 @@ __all__ = [
     "EnrichedPaper",
     "Enricher",
     "EnrichmentError",
+    "enricher_for",
     "make_enricher",
     "ordered",
 ]

@@ -153,3 +153,14 @@ def make_enricher(chat_model: BaseChatModel | None, settings: Settings) -> Enric
     cache = Path(settings.home).expanduser() / "cache" / GENERATIONS_FILE
     generator = Generator(chat_model, cache, concurrency=e.concurrency, requests_per_second=e.requests_per_second)
     return Enricher(generator, settings, strategies)
+
+
+def enricher_for(settings: Settings) -> Enricher | None:
+    """The enricher `settings.enrichment` asks for, with the configured chat model (bounded): None when no strategy
+    is chosen, a ConfigError in one line when one is and no model is configured (what `ingest --enrich` and an
+    upload's `enrich` both run)."""
+    if not settings.enrichment.strategies:
+        return None
+    from ...llm.client import make_chat_model
+
+    return make_enricher(make_chat_model(settings.llm), settings)
