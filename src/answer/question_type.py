@@ -184,12 +184,11 @@ class QuestionType:
 # A title or name quoted in the question ('Teaching Small Language Models to Reason', 《...》) says which paper,
 # not what is asked: "Reason" or "Failure" in it is no "why" or "limitation" question.
 QUOTED_TITLE = re.compile(r"'[^']{4,}'|\"[^\"]{4,}\"|“[^”]{4,}”|‘[^’]{4,}’|《[^》]+》")
-_QUOTED = QUOTED_TITLE
 
 
 def _asks_of(text: str) -> set[Ask]:
     """The kinds of fact one question (or one part of it) asks for."""
-    text = _QUOTED.sub(" ", text)
+    text = QUOTED_TITLE.sub(" ", text)
     found: set[Ask] = set()
     checks = [
         (Ask.NUMBER, _EN_NUMBER, _ZH_NUMBER),
@@ -238,7 +237,7 @@ def question_type(query: str) -> QuestionType:
         quoted.append(m.group(0))
         return f"\x00{len(quoted) - 1}\x00"
 
-    held = _QUOTED.sub(hold, query)
+    held = QUOTED_TITLE.sub(hold, query)
     pieces = [
         re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], p).strip()
         for p in _PARTS.split(held)
@@ -259,7 +258,7 @@ def question_type(query: str) -> QuestionType:
         asks |= _asks_of(part)
     counted = [m.group(1) for m in _EN_COUNTED.finditer(query)] + [m.group(1) for m in _ZH_COUNTED.finditer(query)]
     counted = [" ".join(w for w in c.split() if w.lower() not in _COUNTED_SKIP) or c for c in counted]
-    unquoted = _QUOTED.sub(" ", query)
+    unquoted = QUOTED_TITLE.sub(" ", query)
     dimensions = frozenset(name for name, asked in _DIMENSION_ASKED.items() if asked.search(unquoted))
     return QuestionType(
         asks=frozenset(asks),

@@ -131,10 +131,8 @@ def test_paper_searches_read_only_the_fields_asked(store: PaperStore) -> None:
     assert {p.doc_id for p in dense} <= {doc_id(n) for n in ("Alpha", "Beta", "Gamma")} and dense[0].score
 
 
-def test_one_question_reads_the_catalogue_version_once(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    from paperscope.rag.engine import Engine
-
-    engine = Engine(store)
+def version_reads(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """A list that gains an entry each time a store reads the catalogue's version (from now on, in this test)."""
     reads: list[object] = []
     real = type(store)._catalogue_version
 
@@ -143,6 +141,14 @@ def test_one_question_reads_the_catalogue_version_once(store: PaperStore, monkey
         return real(self)
 
     monkeypatch.setattr(type(store), "_catalogue_version", counted)
+    return reads
+
+
+def test_one_question_reads_the_catalogue_version_once(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paperscope.rag.engine import Engine
+
+    engine = Engine(store)
+    reads = version_reads(store, monkeypatch)
     assert engine.retrieve("What do kelp forests and otters have to do with each other?").chunks
     assert len(reads) == 1  # pinned for the whole question: routing, enrichment kinds, transforms
     did = put(store, "Delta")  # after the question, a change is seen at once
@@ -160,14 +166,7 @@ def test_a_whole_answer_reads_the_catalogue_version_once(
 
     searcher = Searcher(store, Settings(home=home), None)
     searcher.answer("What do kelp forests and otters have to do with each other?")  # the locator and caches built
-    reads: list[object] = []
-    real = type(store)._catalogue_version
-
-    def counted(self: PaperStore) -> tuple[str, int]:
-        reads.append(self)
-        return real(self)
-
-    monkeypatch.setattr(type(store), "_catalogue_version", counted)
+    reads = version_reads(store, monkeypatch)
     answer = searcher.answer("How do otters use kelp forests according to Alpha?")
     assert answer.bibliography and len(reads) == 1
     assert store.catalogue(checked=False) is store.catalogue()  # the copy held is the current one

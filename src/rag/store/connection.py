@@ -39,6 +39,16 @@ def _release(path: str) -> None:
     server_manager_instance.release_server(path)
 
 
+def _why(lite: str | None, exc: Exception) -> str:
+    """Why connecting failed, in one line: for a Lite path, what holds it (another program, a damaged file), unless
+    this process serves it itself, when what failed is the connection."""
+    if not lite:
+        return str(exc)
+    if _lite_running(lite):  # the lock is this process's own: say what failed
+        return f"this process serves it, and connecting failed: {' '.join(str(exc).split())[:300]}"
+    return lite_problem(lite)
+
+
 def _client(target: str, token: str, lite: str | None) -> MilvusClient:
     """A client of `target`, tried again (up to LOCK_WAIT seconds) when it is a Lite path this process serves: its
     gRPC server, busy in another thread, was slow to answer the connection."""
@@ -86,10 +96,7 @@ def connect(settings: Settings, create: bool = True) -> tuple[MilvusClient, str,
     try:
         client = _client(uri, settings.store.token or "", lite_path)
     except Exception as exc:
-        why = lite_problem(lite_path) if lite_path else str(exc)
-        if lite_path is not None and _lite_running(lite_path):  # the lock is this process's own: say what failed
-            why = f"this process serves it, and connecting failed: {' '.join(str(exc).split())[:300]}"
-        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {uri}: {why}") from exc
+        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {uri}: {_why(lite_path, exc)}") from exc
     if lite_path is not None:
         with _LITE_LOCK:
             _LITE_USERS[lite_path] = _LITE_USERS.get(lite_path, 0) + 1
@@ -216,12 +223,7 @@ def peek_client(settings: Settings, *, keep_warm: bool = False) -> Iterator[Milv
     try:
         client = _client(target, settings.store.token or "", lite)
     except Exception as exc:
-        why = str(exc)
-        if lite is not None:
-            why = lite_problem(lite)
-            if _lite_running(lite):  # the lock is this process's own: say what failed
-                why = f"this process serves it, and connecting failed: {' '.join(str(exc).split())[:300]}"
-        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {target}: {why}") from exc
+        raise StoreError(f"knowledge base {kb!r}: cannot open Milvus at {target}: {_why(lite, exc)}") from exc
     try:
         yield client
     finally:
