@@ -316,7 +316,8 @@ class _Scorer:
 
 
 _QUALIFIED = 0.6  # how much more a unit holding all of the question's codes counts
-_TOKEN = re.compile(r"[^\s/–—(),;:\[\]]+")
+# Chinese characters and full-width punctuation divide tokens too: "论文中，Y369F" holds the code "Y369F".
+_TOKEN = re.compile(r"[^\s/–—(),;:\[\]\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+")
 _CODE = re.compile(r"(?=.*\d)(?=.*[A-Za-z])|[a-z]+[A-Z]|[A-Z]{2,}")  # a digit and a letter, CamelCase, acronym
 _CODE_SHARE = 0.25  # a code held by more of the evidence's units than this names the topic, not the one asked
 
@@ -335,6 +336,8 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     codes = {t for t in _tokens(asked) if len(t) >= 2 and _CODE.match(t) and not _YEAR.fullmatch(t)}
     # A capitalised word inside the question ("Stewarts Creek", "Add Driver") names a site, a run, a condition.
     codes |= {m.group(0) for m in re.finditer(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b", asked)}
+    # A Chinese question spells in Latin letters only what it names: "日语（Japanese）测试集".
+    codes |= {m.group(0) for m in re.finditer(r"(?<=[\u4e00-\u9fff（(“])[A-Z][a-z]{2,}\b", asked)}
     # So does a word of the paper's own title ("Bigtable", "Analytics" of "Google Analytics" is kept: not in it).
     titles = frozenset().union(*(c.title_terms for c in candidates)) if candidates else frozenset()
     codes = {code for code in codes if _stem(code.lower()) not in titles}

@@ -36,6 +36,8 @@ _NAMED_BEFORE = re.compile(r"\b[A-Z][A-Za-z]*\s$")
 _BARE = re.compile(r"\d[\d,.]*")
 # Reference and label groups: "[9, 23]", "[12–14]", "(2)", "(3a)".
 _GROUPS = re.compile(r"\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]|\(\s*\d{1,2}[a-z]?\s*\)")
+_MARKER = re.compile(r"\d{1,2}\s+[A-Z][a-z]")
+_ONE_OF = re.compile(r"one\s+of\s+(?:the|these|those|its|their|our|his|her|them|us)\b", re.I)
 NUMBER_WORDS = re.compile(rf"^(?:{_NUMBER_WORDS})$", re.I)
 
 # What a quantity measures, read from its unit: a duration, a ratio ("5.95x"), a percentage, an amount of data,
@@ -61,7 +63,7 @@ def quantities(sentence: str) -> list[tuple[int, str]]:
     for m in _QUANTITY.finditer(sentence):
         if any(a <= m.start() < b for a, b in groups):
             continue  # a reference "[9, 23]" or a label "(2)"
-        text = m.group(0).strip()
+        text = m.group(0).strip().rstrip(",")  # "in 2006, 2007": the comma is the list's, not the number's
         before, after = sentence[max(0, m.start() - 30) : m.start()], sentence[m.end() : m.end() + 1]
         if after and after.isalnum() and text[-1].isdigit():
             continue  # part of a name: "3D", "T5-XXL"
@@ -69,5 +71,9 @@ def quantities(sentence: str) -> list[tuple[int, str]]:
             continue
         if _BARE.fullmatch(text) and _NAMED_BEFORE.search(before):
             continue
+        if _MARKER.match(sentence, m.start()) and not before.strip():
+            continue  # a footnote or list marker opening the line: "1 Millions of Disparity Estimates per Second."
+        if _ONE_OF.match(sentence, m.start()):
+            continue  # "one of the reasons": a pronoun, not a count
         found.append((m.start(), text))
     return found

@@ -163,6 +163,10 @@ def test_quantities_are_stated_amounts_not_years_or_labels() -> None:
     assert [q for _, q in quantities("It needs only two passes over the data.")] == ["two"]
     # every label of a list of tables or figures is a label
     assert quantities("Table 1, 2, and 3 show the results; Figs. 4 and 5 the runs.") == []
+    # a year followed by the list's comma, a footnote marker opening the line, "one of the": none is an amount
+    assert quantities("CoNLL shared tasks ran in the years 2006, 2007 and 2008.") == []
+    assert quantities("1 Millions of Disparity Estimates per Second.") == []
+    assert [q for _, q in quantities("One of the reasons is the size of 40 GB.")] == ["40 GB"]
 
 
 # --- sentence splitting -----------------------------------------------------------------------------
@@ -516,6 +520,21 @@ def test_a_capitalised_name_inside_the_question_qualifies_like_a_code() -> None:
     candidates = _candidates([_evidence(["\n".join(rows), " ".join(prose)])])
     codes = _codes("What log-loss does MaxEnt get on the Add Driver game of the Highway study?", candidates)
     assert {"Driver", "Add"} <= codes and "Highway" not in codes
+
+
+def test_a_code_in_a_chinese_question_is_read_without_the_characters_around_it() -> None:
+    """Chinese writes no spaces: "论文中，Y369F 突变" holds the code "Y369F", and a Latin name in a Chinese question
+    ("日语（Japanese）") is spelled so because it names something."""
+    from paperscope.answer.extractive import _candidates, _codes
+
+    sentences = [
+        "A 36-fold decrease in binding affinity was observed for Y369F.",
+        "Japanese: 92.21 was the best score.",
+        *[f"Compound {i} was tested against the enzyme." for i in range(8)],
+    ]
+    candidates = _candidates([_evidence([" ".join(sentences)])])
+    assert "Y369F" in _codes("在论文中，Y369F 突变使结合亲和力下降了多少倍？", candidates)
+    assert "Japanese" in _codes("系统在日语（Japanese）测试集上的得分是多少？", candidates)
 
 
 def test_a_paper_named_in_the_question_is_no_code() -> None:
