@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Abbreviations after which a period does not end a sentence (compared lower-cased, without the period).
 _ABBREVIATIONS = frozenset(
@@ -212,6 +213,8 @@ _ELLIPSIS = " …"  # what `trim_debris` puts where it cut a sentence
 def _without_breaks(text: str) -> tuple[str, list[int]]:
     """`text` without soft hyphens and without the hyphens of words broken at a line end ("impro-\nvement"), and
     for each character left its index in `text`."""
+    if "\u00ad" not in text and not _HYPHEN_BREAK.search(text):
+        return text, list(range(len(text)))  # most passages: nothing to take out
     kept = [(i, ch) for i, ch in enumerate(text) if ch != "\u00ad"]
     soft = "".join(ch for _, ch in kept)
     dropped: set[int] = set()
@@ -223,22 +226,21 @@ def _without_breaks(text: str) -> tuple[str, list[int]]:
 
 def _squeeze(text: str) -> tuple[str, list[int]]:
     """`" ".join(text.split())`, and for each of its characters the index in `text` it comes from."""
-    chars: list[str] = []
+    pieces: list[str] = []
     where: list[int] = []
-    space = False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            space = bool(chars)
-            continue
-        if space:
-            chars.append(" ")
-            where.append(i - 1)
-            space = False
-        chars.append(ch)
-        where.append(i)
-    return "".join(chars), where
+    for m in _NON_SPACE.finditer(text):
+        if pieces:
+            pieces.append(" ")
+            where.append(m.start() - 1)  # the joining space stands for the white space just before the word
+        pieces.append(m.group(0))
+        where.extend(range(m.start(), m.end()))
+    return "".join(pieces), where
 
 
+_NON_SPACE = re.compile(r"\S+")
+
+
+@lru_cache(maxsize=65536)  # tokens repeat (words, numbers): a passage's are mostly ones seen before
 def _symbolic(token: str) -> bool:
     """A token of formula debris: math symbols, a lone letter or Greek letter with marks, a bare operator."""
     if any(unicodedata.category(ch) in ("Sm", "So", "Sk", "Co", "Cn") or ch == "\ufffd" for ch in token):
@@ -248,7 +250,10 @@ def _symbolic(token: str) -> bool:
         return bool(token.strip())  # a bare bracket or punctuation run
     if len(core) == 1 and core.isalpha() and core.lower() not in ("a",) and not core.isupper():
         return True  # "x", "µ": a variable
-    return bool(re.fullmatch(r"[=+\-*/^_|<>~]+", core))
+    return bool(_OPERATOR.fullmatch(core))
+
+
+_OPERATOR = re.compile(r"[=+\-*/^_|<>~]+")
 
 
 def is_debris(sentence: str) -> bool:
@@ -268,18 +273,23 @@ def is_debris(sentence: str) -> bool:
     n = len(tokens)
     marks = [_symbolic(t) for t in tokens]
     symbolic = sum(marks)
-    numeric = sum(1 for t in tokens if re.fullmatch(r"[(\[]?[-+±]?\d[\d.,]*%?[)\]]?[.,;]?", t))
-    words = sum(
-        1
-        for t, mark in zip(tokens, marks, strict=True)
-        if not mark and (_WORDISH.search(t) or t.strip(".,;:()").lower() in _SHORT_OK)
-    )
+    numeric = sum(1 for t in tokens if _NUMERIC.fullmatch(t))
+    words = sum(1 for t, mark in zip(tokens, marks, strict=True) if not mark and _wordy(t))
     if words / n < 0.5 or symbolic / n > 0.2:
         return True  # formula debris, or symbols with a few words among them
     if numeric / n > 0.4 and n >= 6:
         return True  # flattened table cells
     # A reference list: several "A. Name" author initials and a year.
     return len(_INITIALS.findall(sentence)) >= 3 and bool(re.search(r"\b(?:19|20)\d\d\b", sentence))
+
+
+_NUMERIC = re.compile(r"[(\[]?[-+±]?\d[\d.,]*%?[)\]]?[.,;]?")
+
+
+@lru_cache(maxsize=65536)
+def _wordy(token: str) -> bool:
+    """A token that reads as a word: three letters or more, or a short function word."""
+    return bool(_WORDISH.search(token)) or token.strip(".,;:()").lower() in _SHORT_OK
 
 
 def _prose(token: str) -> bool:

@@ -31,6 +31,8 @@ STOPWORDS = frozenset(
 
 def fold(text: str) -> str:
     """NFKC (full-width letters, ligatures) and accents removed: "Ｆｌａｓｈ", "Gyöngyi" -> "Flash", "Gyongyi"."""
+    if text.isascii():
+        return text  # nothing to fold, and most text is
     text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
     return "".join(c for c in text if not unicodedata.combining(c))
 

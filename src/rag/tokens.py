@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -32,6 +33,9 @@ class TokenSpans(Protocol):
         ...
 
 
+_COUNTS_KEPT = 4096  # texts whose token count is kept (~2.5 MB of chunk text)
+
+
 class HFTokenCounter:
     """A Hugging Face `tokenizer.json` plus the model's sequence length."""
 
@@ -42,13 +46,24 @@ class HFTokenCounter:
         config = model_dir / "sentence_bert_config.json"
         seq = json.loads(config.read_text())["max_seq_length"] if config.exists() else 512
         self._max = int(seq) - 2  # [CLS] and [SEP]
+        self._counted: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     @property
     def max_tokens(self) -> int:
         return self._max
 
     def count(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        # Answers count the same passages again and again (a paper's Introduction, the chunks around a hit) to fit
+        # them to the context budget; ingest counts each text once. The last texts' counts are kept.
+        if (n := self._counted.get(text)) is not None:
+            return n
+        n = len(self._tok.encode(text, add_special_tokens=False).ids)
+        with self._lock:  # the service answers in several threads
+            if len(self._counted) >= _COUNTS_KEPT:
+                self._counted.pop(next(iter(self._counted)))  # the oldest
+            self._counted[text] = n
+        return n
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         return list(self._tok.encode(text, add_special_tokens=False).offsets)

@@ -345,3 +345,18 @@ def test_the_embedder_of_settings_is_the_one_they_name(tmp_path: Path) -> None:
     assert isinstance(made, SentenceTransformerEmbedder)
     assert (made.batch_size, made.runtime, made._cache_dir) == (7, "torch", tmp_path / "cache")
     assert embedder_for(settings, cache=False)._cache_dir is None  # `parse`: nothing written
+
+
+def test_token_counts_are_kept_for_the_last_texts_and_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers count the same passages again and again: a count comes from memory the second time, equal to the
+    tokenizer's own, and only the last `_COUNTS_KEPT` texts are held."""
+    from paperscope.rag import tokens
+
+    monkeypatch.setattr(tokens, "_COUNTS_KEPT", 3)
+    counter = HFTokenCounter(default_model_dir())
+    texts = ["Dense passage retrieval.", "BM25 over index text.", "A reranker reads pairs.", "Milvus Lite."]
+    first = [counter.count(t) for t in texts]
+    encoded = [len(counter._tok.encode(t, add_special_tokens=False).ids) for t in texts]
+    assert first == encoded and first[0] > 2
+    assert list(counter._counted) == texts[1:]  # the oldest dropped
+    assert [counter.count(t) for t in texts] == encoded
