@@ -242,6 +242,9 @@ class _Scorer:
                 return 1.1
             unit = 0.1 if any(not re.fullmatch(r"[-+±]?[\d,.]+", v) for _, v in found) else 0.0
             return 1.3 + 0.5 * _proximity(c, offsets, q) + unit + 0.6 * counts + _measures(qt, found)
+        if ask in (Ask.ENTITY, Ask.PERSON):
+            # The names of a citation ("(Osborne & Rubinstein, 1994)") say whom the paper cites, not what it names.
+            text = _AUTHOR_YEAR.sub(" ", text)
         if ask is Ask.ENTITY:
             names = [m.group(0) for m in _NAME.finditer(text) if _stem(m.group(0).lower()) not in q]
             return 1.3 if names or _COINED.search(text) else 0.85
@@ -409,9 +412,12 @@ def _counts(c: _Candidate, offsets: list[int], heads: frozenset[str]) -> float:
     named within four words after the number (or three before it, "subjects (n = 46)")."""
     if not heads:
         return 0.0
-    for off in offsets:
-        k = _word_at(c, off)
-        around = c.words[k + 1 : k + 5] + c.words[max(0, k - 3) : k]
+    # Where every number of the unit stands, those the question gives too: what a number counts follows it, up to
+    # the next number ("several billion pages into 31,003,946 sites": "billion" counts pages, not sites).
+    numbers_at = sorted(_word_at(c, off) for off, _ in quantities(c.unit.text))
+    for k in sorted(_word_at(c, off) for off in offsets):
+        stop = min((j for j in numbers_at if j > k), default=len(c.words))
+        around = c.words[k + 1 : min(k + 5, stop)] + c.words[max(0, k - 3) : k]
         if heads & {w for _, w in around} or heads & {_surface(c.unit.text, start).lower() for start, _ in around}:
             return 1.0
     return 0.0

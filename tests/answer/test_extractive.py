@@ -584,3 +584,38 @@ def test_a_word_said_twice_in_a_sentence_counts_once() -> None:
     scorer = _Scorer(candidates, question)
     q = _query_terms(question)
     assert scorer.lexical(by_text[twice], q) <= scorer.lexical(by_text[once], q)
+
+
+def test_a_number_counts_what_follows_it_up_to_the_next_number() -> None:
+    """ "several billion pages into 31,003,946 sites": "billion" counts pages; the sites are the question's own
+    figure. The sentence counting the asked sites with a figure the question does not give answers."""
+    from paperscope.answer.extractive import _candidates, _counts
+
+    text = "We grouped the several billion pages into 31,003,946 sites. Of these, 13,197,046 sites were unreferenced."
+    grouped, unreferenced = _candidates([_evidence([text])])
+    heads = frozenset({"sites"})
+    assert _counts(grouped, [q for q, v in quantities(grouped.unit.text) if v == "billion"], heads) == 0.0
+    assert _counts(unreferenced, [q for q, _ in quantities(unreferenced.unit.text)], heads) == 1.0
+    question = "In the experiments, how many of the 31,003,946 sites were unreferenced?"
+    assert "13,197,046" in _first(extractive_answer(question, [_evidence([text])]))
+
+
+def test_the_names_of_a_citation_are_no_named_answer() -> None:
+    """ "Which notion does the paper use?": a sentence naming the notion in lower case answers; one whose only
+    capitalised names are those of a citation ("(Osborne & Rubinstein, 1994)") does not become a named answer."""
+    from paperscope.answer.extractive import _candidates, _Scorer
+    from paperscope.answer.question_type import question_type
+
+    cited, named = _candidates(
+        [
+            _evidence(
+                [
+                    "The modification class leads to the notion of correlated play (Osborne & Rubinstein, 1994). "
+                    "Employing the notion of regret, we introduce a technique for predicting behavior."
+                ]
+            )
+        ]
+    )
+    query = "Which notion does the paper use?"
+    scorer, qt = _Scorer([cited, named], query), question_type(query)
+    assert scorer.fit(cited, qt, []) < 1.0
