@@ -264,7 +264,7 @@ class _Scorer:
         """The share of the question's codes (`_codes`) the unit holds: "WOEparse", "CN1", "8TiO2", "T08"."""
         if not self.codes:
             return 0.0
-        held = _tokens(c.unit.text)
+        held = _held(c.unit.text)
         return sum(1 for code in self.codes if code in held) / len(self.codes)
 
     def score(self, c: _Candidate, qt: QuestionType, q: list[str], lexical: float, near: float = 0.0) -> float:
@@ -330,6 +330,12 @@ def _tokens(text: str) -> frozenset[str]:
     return frozenset(t.strip(".,;:!?'\"’”") for t in _TOKEN.findall(text))
 
 
+def _held(text: str) -> frozenset[str]:
+    """`_tokens` case-folded, what codes are looked up in: a name the question capitalises ("the Shaping action
+    term") may be written in lower case where it is answered ("– shaping | Score: 0.59")."""
+    return frozenset(t.casefold() for t in _tokens(text))
+
+
 def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     """The question's codes: tokens that name one run, specimen, model or row among several ("WOEparse", "CN1",
     "8TiO2", "T08", "Y369F") by their shape (digits with letters, inner capitals, acronyms), and that only a few of
@@ -346,8 +352,9 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     codes = {code for code in codes if _stem(code.lower()) not in titles}
     if not codes or not candidates:
         return frozenset()
-    held = [_tokens(c.unit.text) for c in candidates]
-    return frozenset(code for code in codes if 0 < sum(code in h for h in held) <= _CODE_SHARE * len(held))
+    held = [_held(c.unit.text) for c in candidates]
+    folded = {code.casefold() for code in codes}
+    return frozenset(code for code in folded if 0 < sum(code in h for h in held) <= _CODE_SHARE * len(held))
 
 
 _YEAR = re.compile(r"(?:19|20)\d\d[a-z]?")

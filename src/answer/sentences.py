@@ -58,7 +58,7 @@ class TableRow:
 
     def render(self) -> str:
         """The row as one quotable line, its caption first, each value under its column header."""
-        cells = " | ".join(f"{h}: {v}" for h, v in self.cells)
+        cells = " | ".join(f"{h}: {v}" if h else v for h, v in self.cells)
         return f"{self.caption} | {cells}" if self.caption else cells
 
 
@@ -77,12 +77,15 @@ def table_row(line: str) -> TableRow | None:
     parts = [p.strip() for p in line.strip().split(_ROW_SEPARATOR)]
     caption = parts.pop(0) if _TABLE_LABEL.match(parts[0]) else ""
     cells: list[tuple[str, str]] = []
-    for part in parts:
+    for k, part in enumerate(parts):
         m = _CELL.match(part)
+        if m is None and k == 0 and caption and part:
+            cells.append(("", part))  # the row's label under a column without a header ("– shaping | Score: 0.59")
+            continue
         if m is None:
             return None
         cells.append((m.group("header").strip(), m.group("value").strip()))
-    if len(cells) < 2 or not any(v for _, v in cells):
+    if len(cells) < 2 or not any(v for h, v in cells if h):
         return None
     return TableRow(caption=caption, cells=tuple(cells))
 
@@ -275,8 +278,12 @@ def is_debris(sentence: str) -> bool:
     symbolic = sum(marks)
     numeric = sum(1 for t in tokens if _NUMERIC.fullmatch(t))
     words = sum(1 for t, mark in zip(tokens, marks, strict=True) if not mark and _wordy(t))
-    if words / n < 0.5 or symbolic / n > 0.2:
+    # Numbers are neither words nor debris: a statistical report ("the WMD of Hb was 12.88 g/l (95% CI 6.03 to
+    # 19.74 g/l, p<0.00001)") is prose between its figures. Text made mostly of numbers is the next check's.
+    if words / max(1, n - numeric) < 0.5:
         return True  # formula debris, or symbols with a few words among them
+    if symbolic / n > 0.2 and sum(1 for t in tokens if _prose(t)) < 0.6 * n:
+        return True  # symbols not carried by prose ("we generate the matrix Γ⋆with s = 3r non-zero columns" is)
     if numeric / n > 0.4 and n >= 6:
         return True  # flattened table cells
     # A reference list: several "A. Name" author initials and a year.
@@ -314,7 +321,7 @@ def trim_debris(sentence: str) -> str:
     run = 0
     for i, token in enumerate(tokens):
         run = run + 1 if _symbolic(token) else 0
-        if run == 3:
+        if run == 3 and not _prose_follows(tokens[i + 1 :]):
             return _cut(sentence, tokens, i - 2)
     # Table cells: eight or more tokens at the end none of which is a lower-case word, three of them numbers.
     k = len(tokens)
@@ -324,6 +331,13 @@ def trim_debris(sentence: str) -> str:
     if len(tail) >= _CELL_RUN and sum(1 for t in tail if re.search(r"\d", t)) >= 3:
         return _cut(sentence, tokens, k)
     return sentence
+
+
+def _prose_follows(rest: list[str]) -> bool:
+    """Whether the sentence goes on as prose after a run of symbols: inline math ("the matrix Γ⋆with s = 3r
+    non-zero columns of arbitrary magnitude"), not a tail of formula debris."""
+    prose = sum(1 for t in rest if _prose(t))
+    return prose >= 3 and prose >= 0.5 * len(rest)
 
 
 def _cut(sentence: str, tokens: list[str], at: int) -> str:

@@ -239,10 +239,17 @@ def test_debris_is_not_a_sentence(debris: str) -> None:
         "Our experiments show that the method reduces extraction error by 39%, on average, compared with prior work.",
         "We now study networks when both layers are trained according to the SGD updates (2) and (3).",
         "In the absence of output noise (σ = 0), the generalisation error of a student tends to zero.",
+        # a statistical report: prose between its figures
+        "The weighted mean difference (WMD) of Hb was 12.88 g/l (95% CI 6.03 to 19.74 g/l, p<0.00001); "
+        "the WMD of SF was 10.05 mg/l (95% CI 5.48 to 14.63 mg/l, p<0.00001).",
+        # inline math carried by prose
+        "In all cases, for a matrix Θ⋆with rank r, we generate the matrix Γ⋆with s = 3r non-zero columns of "
+        "arbitrary magnitude.",
     ],
 )
 def test_prose_is_not_debris(sentence: str) -> None:
     assert not is_debris(sentence)
+    assert trim_debris(sentence) == sentence
 
 
 def test_a_debris_tail_is_cut_from_a_sentence() -> None:
@@ -277,6 +284,11 @@ def test_a_table_row_line_is_one_unit_with_its_headers() -> None:
     assert row.caption == "Table 2: Results on the test set"
     assert row.cells == (("Model", "BERT-base"), ("F1", "90.9"), ("EM", "84.1"))
     assert table_row("a | b | c") is None and table_row("Precision: high") is None
+    # a row's label under a column without a header, after the table's label
+    labelled = table_row("Table 2 | – shaping | Score: 0.59")
+    assert labelled is not None and labelled.cells == (("", "– shaping"), ("Score", "0.59"))
+    assert labelled.render() == "Table 2 | – shaping | Score: 0.59"
+    assert table_row("plain words | more: 1") is None  # without a table's label, prose with a bar
 
 
 def test_a_matching_table_row_can_be_the_answer() -> None:
@@ -519,7 +531,7 @@ def test_a_capitalised_name_inside_the_question_qualifies_like_a_code() -> None:
     prose = [f"Routing game experiment number {i} on the Highway network." for i in range(6)]
     candidates = _candidates([_evidence(["\n".join(rows), " ".join(prose)])])
     codes = _codes("What log-loss does MaxEnt get on the Add Driver game of the Highway study?", candidates)
-    assert {"Driver", "Add"} <= codes and "Highway" not in codes
+    assert {"driver", "add"} <= codes and "highway" not in codes  # looked up case-folded
 
 
 def test_a_code_in_a_chinese_question_is_read_without_the_characters_around_it() -> None:
@@ -533,8 +545,20 @@ def test_a_code_in_a_chinese_question_is_read_without_the_characters_around_it()
         *[f"Compound {i} was tested against the enzyme." for i in range(8)],
     ]
     candidates = _candidates([_evidence([" ".join(sentences)])])
-    assert "Y369F" in _codes("在论文中，Y369F 突变使结合亲和力下降了多少倍？", candidates)
-    assert "Japanese" in _codes("系统在日语（Japanese）测试集上的得分是多少？", candidates)
+    assert "y369f" in _codes("在论文中，Y369F 突变使结合亲和力下降了多少倍？", candidates)
+    assert "japanese" in _codes("系统在日语（Japanese）测试集上的得分是多少？", candidates)
+
+
+def test_a_code_the_question_capitalises_is_found_in_lower_case() -> None:
+    """ "the Shaping action term": the table writes its row label in lower case; the row holds the code."""
+    from paperscope.answer.extractive import _candidates, _Scorer
+
+    rows = "\n".join(f"Table 2 | – {term} | Score: 0.{i}9" for i, term in enumerate(["mixing", "shaping", "heating"]))
+    prose = " ".join(f"Annotators tagged paragraph {i} of the corpus." for i in range(6))
+    candidates = _candidates([_evidence([rows, prose])])
+    scorer = _Scorer(candidates, "What kappa did the experts reach for the Shaping action term?")
+    assert scorer.codes == {"shaping"}
+    assert [scorer.qualified(c) for c in candidates[:3]] == [0.0, 1.0, 0.0]
 
 
 def test_a_paper_named_in_the_question_is_no_code() -> None:
