@@ -169,6 +169,8 @@ class _Scorer:
         self.query_numbers = {q for _, q in quantities(query)}
         self.given = EvidenceIndex.of([query])  # the figures the question states itself: given, not answers
         self.codes = _codes(query, candidates)
+        # "What X ...?" names the measure it asks for; "how large / how good / how many" may be answered by a count.
+        self.measure_named = bool(_WHAT.search(query)) and not _HOW.search(query)
         self.tables = _named_tables(query)
         # Each table's caption (by source and label): every row of the table shares its relevance, wherever the
         # table was cut between chunks, not only the rows printed next to it.
@@ -231,6 +233,10 @@ class _Scorer:
             # A quantity the question states ("on 100,000 sentences", "a 512 x 512 image") sets the scene; the
             # answer is a quantity it does not state.
             found = [(i, v) for i, v in quantities(text) if v not in self.query_numbers and not self._given(v)]
+            if self.measure_named:
+                # "What kappa did the human experts reach?" asks for a measure: "we asked 6 human experts" counts
+                # what the question names, it does not measure it.
+                found = [(i, v) for i, v in found if not _counts_asked(c, i, v, q)]
             if not found:
                 return 0.6
             offsets = [i for i, _ in found]
@@ -318,6 +324,8 @@ class _Scorer:
         return out
 
 
+_WHAT = re.compile(r"\b(?:what|which)\b", re.I)
+_HOW = re.compile(r"\bhow\b|\bnumber of\b", re.I)
 _QUALIFIED = 0.6  # how much more a unit holding all of the question's codes counts
 # Chinese characters and full-width punctuation divide tokens too: "论文中，Y369F" holds the code "Y369F".
 _TOKEN = re.compile(r"[^\s/–—(),;:\[\]\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]+")
@@ -428,6 +436,15 @@ def _counts(c: _Candidate, offsets: list[int], heads: frozenset[str]) -> float:
         if heads & {w for _, w in around} or heads & {_surface(c.unit.text, start).lower() for start, _ in around}:
             return 1.0
     return 0.0
+
+
+def _counts_asked(c: _Candidate, offset: int, quantity: str, q: list[str]) -> bool:
+    """Whether a bare count ("6", "five") stands right before a word of the question: "6 human experts"."""
+    if dimension(quantity) is not None or not re.fullmatch(r"\d[\d,]*|[A-Za-z]+", quantity):
+        return False  # a figure with a unit measures something ("6 ms", "40%")
+    k = _word_at(c, offset)
+    after = c.words[k + 1 : k + 2]
+    return bool(after) and after[0][1] in q
 
 
 def _surface(text: str, start: int) -> str:

@@ -643,3 +643,19 @@ def test_the_names_of_a_citation_are_no_named_answer() -> None:
     query = "Which notion does the paper use?"
     scorer, qt = _Scorer([cited, named], query), question_type(query)
     assert scorer.fit(cited, qt, []) < 1.0
+
+
+def test_a_count_of_what_the_question_names_is_no_measure_it_asks_for() -> None:
+    """ "What kappa did the human experts reach?": "we asked 6 human experts" counts the experts; the kappa is
+    the figure asked. "How large is the dataset?" is answered by a count, which keeps its weight."""
+    from paperscope.answer.extractive import _candidates, _Scorer
+
+    counted, measured = _candidates(
+        [_evidence(["We asked 6 human experts to annotate the same paragraphs. The experts reached a kappa of 0.59."])]
+    )
+    query = "What kappa did the human experts reach?"
+    scorer, qt = _Scorer([counted, measured], query), question_type(query)
+    q = terms(query)
+    assert scorer.fit(counted, qt, q) < 1.0 < scorer.fit(measured, qt, q)
+    size = "How large is the annotated dataset of human experts?"
+    assert _Scorer([counted, measured], size).fit(counted, question_type(size), terms(size)) > 1.0
