@@ -101,7 +101,11 @@ _ANSWERS = 3  # lines that answer (the best unit and one per further part of the
 _ANAPHORA = re.compile(
     r"(?:Thus|Therefore|Hence|Consequently|Accordingly|As a result|In this case|In contrast|However|Nevertheless|"
     r"This|These|That|Those|Such|It|They|Both|Neither|Here)\b"
+    # "This work was motivated by ...", "This paper shows ...": the paper itself, not the sentence before
+    r"(?!\s+(?:work|paper|study|article|letter|thesis|report|section|chapter|appendix)\b)"
 )
+# A unit opening in lower case or with a citation's year ("(2006) we did not find ..."): a sentence cut before it.
+_FRAGMENT = re.compile(r"[a-z]|\(\d{4}[a-z]?\)")
 _RESPECTIVELY = re.compile(r"\brespectively\b", re.I)
 _LONG = 60  # words: a longer "sentence" is usually two columns run together by the text layer
 
@@ -292,6 +296,8 @@ class _Scorer:
             s *= 0.5  # a question the paper asks, not an answer
         if (n_words := len(c.words)) > _LONG:
             s *= math.sqrt(_LONG / n_words)
+        if _FRAGMENT.match(text):
+            s *= 0.8  # the tail of a sentence the chunk boundary cut ("on a teacher with M = 2 in Fig. 3a.")
         return s * (1.25 if c.in_hit else 1.0)
 
     def scores(
@@ -354,7 +360,8 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     # A capitalised word inside the question ("Stewarts Creek", "Add Driver") names a site, a run, a condition.
     codes |= {m.group(0) for m in re.finditer(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b", asked)}
     # A Chinese question spells in Latin letters only what it names: "日语（Japanese）测试集".
-    codes |= {m.group(0) for m in re.finditer(r"(?<=[\u4e00-\u9fff（(“])[A-Z][a-z]{2,}\b", asked)}
+    if _CJK.search(asked):
+        codes |= {m.group(0) for m in re.finditer(r"(?<=[\u4e00-\u9fff（(“])[A-Z][a-z]{2,}\b", asked)}
     # So does a word of the paper's own title ("Bigtable", "Analytics" of "Google Analytics" is kept: not in it).
     titles = frozenset().union(*(c.title_terms for c in candidates)) if candidates else frozenset()
     codes = {code for code in codes if _stem(code.lower()) not in titles}
@@ -366,6 +373,7 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
 
 
 _YEAR = re.compile(r"(?:19|20)\d\d[a-z]?")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 _NAMED_TABLE = 1.5  # how much more a row of the table the question names counts
 _TABLE_NAMED = re.compile(r"\b(?:Table|Tab\.)\s*([\dIVX]+[a-z]?)\b", re.I)
 

@@ -659,3 +659,39 @@ def test_a_count_of_what_the_question_names_is_no_measure_it_asks_for() -> None:
     assert scorer.fit(counted, qt, q) < 1.0 < scorer.fit(measured, qt, q)
     size = "How large is the annotated dataset of human experts?"
     assert _Scorer([counted, measured], size).fit(counted, question_type(size), terms(size)) > 1.0
+
+
+def test_this_work_points_at_the_paper_not_at_the_sentence_before() -> None:
+    from paperscope.answer.extractive import _candidates, _leans_back
+
+    before, work, result = _candidates(
+        [
+            _evidence(
+                [
+                    "We relate the two deceleration parameters. This work was motivated by recent findings. "
+                    "This result holds for every model we fit."
+                ]
+            )
+        ]
+    )
+    assert not _leans_back(work, before)
+    assert _leans_back(result, work)
+
+
+def test_the_tail_of_a_sentence_cut_by_a_chunk_boundary_counts_less() -> None:
+    """A chunk may open in the middle of a sentence ("on a teacher with M = 2 in Fig. 3a."): the tail alone is
+    no sentence a reader can take as the answer, so it counts less than the same words as a whole sentence."""
+    from paperscope.answer.extractive import _candidates, _Scorer
+
+    tail, whole = _candidates(
+        [
+            _evidence(
+                ["on a teacher with two hidden units in Fig. 3a.", "On a teacher with two hidden units in Fig. 3a."],
+                hits=[0, 1],
+            )
+        ]
+    )
+    query = "Which teacher was used in Fig. 3a?"
+    scorer, qt, q = _Scorer([tail, whole], query), question_type(query), terms(query)
+    lexical = scorer.lexical(whole, q)
+    assert scorer.score(tail, qt, q, lexical) < scorer.score(whole, qt, q, lexical)
