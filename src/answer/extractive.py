@@ -501,7 +501,13 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
         seen.update(run)
         used[c.n] += 1
 
-    take(ranked[0], answering=True)
+    run = _covering_run(qt, scorer, candidates, ranked[0]) if scores[ranked[0]] > 0 else []
+    if run:
+        picked.append((run, True))  # a passage that answers several parts of the question leads
+        seen.update(run)
+        used[candidates[run[0]].n] += 1
+    else:
+        take(ranked[0], answering=True)
     # Each part of the question gets its own best unit (the best overall often answers one of them).
     if len(qt.parts) > 1 and scores[ranked[0]] > 0:
         for part in qt.parts:
@@ -530,6 +536,41 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
             quoted.add(text.casefold())
             out.append(Pick(text, candidates[run[-1]].n, _spans([candidates[i] for i in run]), answering))
     return out
+
+
+_COVER_GAIN = 0.4  # how much more of the question's parts each further sentence of a leading passage must answer
+
+
+def _covering_run(qt: QuestionType, scorer: _Scorer, candidates: list[_Candidate], best: int) -> list[int]:
+    """For a question of several parts, the run of two or three consecutive sentences of one chunk that answers
+    more of them than the best unit alone (each part's best score within the run, relative to that part's best
+    anywhere, summed over the parts), by `_COVER_GAIN` per added sentence; [] when no run does."""
+    if len(qt.parts) < 2:
+        return []
+    shares: list[dict[int, float]] = []
+    for part in qt.parts:
+        if pq := _query_terms(part):
+            alone = scorer.scores(question_type(part), pq)
+            top = max(alone.values(), default=0.0)
+            if top > 0:
+                shares.append({i: v / top for i, v in alone.items()})
+    if len(shares) < 2:
+        return []
+
+    def answered(run: list[int]) -> float:
+        return sum(max(share.get(i, 0.0) for i in run) for share in shares)
+
+    found, most = [], answered([best])
+    for i in range(len(candidates)):
+        for size in (2, 3):
+            run = list(range(i, i + size))
+            if run[-1] >= len(candidates) or any(candidates[j].unit.row is not None for j in run):
+                continue  # a table row stands alone
+            if len({id(candidates[j].chunk) for j in run}) > 1:
+                continue  # one span of one chunk
+            if (covered := answered(run)) > most + _COVER_GAIN * (size - 1):
+                found, most = run, covered
+    return found
 
 
 _JOIN_GAP = 2  # sentences between two answering ones of one chunk that are quoted with them as one passage

@@ -128,7 +128,9 @@ _ASKING = re.compile(
 # Where a question asking several things divides: "?", "；", ", and how", "and which", "以及", "？".
 _PARTS = re.compile(
     r"[?？;；]\s*|,?\s+and\s+(?=(?:(?:with|in|into|on|from|by|at|for|to|of)\s+)?(?:how|what|which|who|whose|where|why|when)\b)"
-    r"|[,:]\s*(?=(?:how|what|which|who|whose|where|why|when)\b)|以及|并且|另外",
+    # ", which was used for the task" is a relative clause, not a second question
+    r"|[,:]\s*(?=(?:how|what|which|who|whose|where|why|when)\b)"
+    r"(?!which\s+(?:was|were|is|are|has|have|had|can|could|would|will|may|might)\b)|以及|并且|另外",
     re.I,
 )
 

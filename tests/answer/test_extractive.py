@@ -695,3 +695,44 @@ def test_the_tail_of_a_sentence_cut_by_a_chunk_boundary_counts_less() -> None:
     scorer, qt, q = _Scorer([tail, whole], query), question_type(query), terms(query)
     lexical = scorer.lexical(whole, q)
     assert scorer.score(tail, qt, q, lexical) < scorer.score(whole, qt, q, lexical)
+
+
+def test_a_question_of_two_parts_leads_with_the_passage_answering_both() -> None:
+    """ "In which languages is VESPA written, and which program does it use?": where two sentences standing
+    together answer one part each (and the best single sentence only one), the answer leads with both as one
+    passage; a third sentence joins only if it answers more; a run never crosses chunks or takes a table row."""
+    from paperscope.answer.extractive import _candidates, _covering_run
+
+    sentences = [
+        "VESPA is a pipeline for comparative genomics.",
+        "The pipeline is written in Python and Perl.",
+        "It calls the codeML program of the PAML package.",
+        "Selective pressure analysis is laborious without it.",
+        "VESPA could be used for a selective pressure analysis of any programming language.",
+    ]
+    candidates = _candidates([_evidence([" ".join(sentences)])])
+    query = "In which programming languages is VESPA written, and which program does it use?"
+    qt = question_type(query)
+    assert len(qt.parts) == 2
+
+    class Parts:
+        """Each part's scores: the first part best answered by sentence 4, then 1; the second by sentence 2."""
+
+        def scores(self, part_type: object, words: list[str]) -> dict[int, float]:
+            first = "languag" in words
+            return {0: 0.1, 1: 7.0 if first else 0.0, 2: 0.0 if first else 9.0, 3: 0.2, 4: 10.0 if first else 1.0}
+
+    assert _covering_run(qt, Parts(), candidates, best=4) == [1, 2]  # type: ignore[arg-type]
+    one_part = question_type("In which programming languages is VESPA written?")
+    assert _covering_run(one_part, Parts(), candidates, best=4) == []  # type: ignore[arg-type]
+    split = _candidates([_evidence([" ".join(sentences[:2]), " ".join(sentences[2:4]), sentences[4]])])
+    assert _covering_run(qt, Parts(), split, best=4) == []  # type: ignore[arg-type]
+
+
+def test_a_relative_clause_is_no_second_question() -> None:
+    """ "..., which was used for the shared task" qualifies what is asked; ", and which program does it use"
+    asks a second thing."""
+    one = "How long did training take for the parser (system 3 in Table 3), which was used for the shared task?"
+    assert len(question_type(one).parts) == 1
+    two = "In which languages is VESPA written, which program does it use?"
+    assert question_type(two).parts == ("In which languages is VESPA written", "which program does it use")
