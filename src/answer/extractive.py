@@ -106,6 +106,9 @@ _ANAPHORA = re.compile(
 )
 # A unit opening in lower case or with a citation's year ("(2006) we did not find ..."): a sentence cut before it.
 _FRAGMENT = re.compile(r"[a-z]|\(\d{4}[a-z]?\)")
+# A sentence in the paper's own voice: what it did, even where it cites others beside it.
+_OWN = re.compile(r"\b(?:we|our|us)\b", re.I)
+_CITED = 0.8  # how much a sentence reporting cited work (a citation, no "we") counts
 _RESPECTIVELY = re.compile(r"\brespectively\b", re.I)
 _LONG = 60  # words: a longer "sentence" is usually two columns run together by the text layer
 
@@ -296,6 +299,8 @@ class _Scorer:
             s *= 0.5  # a question the paper asks, not an answer
         if (n_words := len(c.words)) > _LONG:
             s *= math.sqrt(_LONG / n_words)
+        if (_AUTHOR_YEAR.search(text) or _REFERENCE.search(text)) and not _OWN.search(text):
+            s *= _CITED  # what a cited paper found ("the UC Irvine team [7] used 1000 computers"), not this one
         if _FRAGMENT.match(text):
             s *= 0.8  # the tail of a sentence the chunk boundary cut ("on a teacher with M = 2 in Fig. 3a.")
         return s * (1.25 if c.in_hit else 1.0)

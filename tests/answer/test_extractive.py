@@ -736,3 +736,14 @@ def test_a_relative_clause_is_no_second_question() -> None:
     assert len(question_type(one).parts) == 1
     two = "In which languages is VESPA written, which program does it use?"
     assert question_type(two).parts == ("In which languages is VESPA written", "which program does it use")
+
+
+def test_the_papers_own_figure_outranks_one_it_cites() -> None:
+    """ "How many hours did LDA take on 50 computers?": the paper's related work cites a run of another team
+    ("[7] used 1000 computers for 10 hours"); the paper's own table row answers, though it says less."""
+    text = (
+        "The largest published run of LDA by the Irvine team [7] used 1000 computers for 10 hours on PubMed.\n"
+        "Table 2 | computers: runtime (hours) | pubmed 10: 17.2 | 20: 9.0 | 50: 4.1 | 100: 2.8"
+    )
+    answer = extractive_answer("How many hours did LDA on PubMed take on 50 computers?", [_evidence([text])])
+    assert "4.1" in _first(answer)
