@@ -437,15 +437,19 @@ def _heads(counted: tuple[str, ...]) -> frozenset[str]:
 
 def _counts(c: _Candidate, offsets: list[int], heads: frozenset[str]) -> float:
     """1.0 when a quantity counts what the question counts: "46 subjects" for "how many subjects", the thing
-    named within four words after the number (or three before it, "subjects (n = 46)")."""
+    named within four words after the number (or, written as a tally, three before it: "subjects (n = 46)"); not
+    "each of the drivers chooses from four routes"."""
     if not heads:
         return 0.0
     # Where every number of the unit stands, those the question gives too: what a number counts follows it, up to
     # the next number ("several billion pages into 31,003,946 sites": "billion" counts pages, not sites).
     numbers_at = sorted(_word_at(c, off) for off, _ in quantities(c.unit.text))
-    for k in sorted(_word_at(c, off) for off in offsets):
+    for off in sorted(offsets):
+        k = _word_at(c, off)
         stop = min((j for j in numbers_at if j > k), default=len(c.words))
-        around = c.words[k + 1 : min(k + 5, stop)] + c.words[max(0, k - 3) : k]
+        around = c.words[k + 1 : min(k + 5, stop)]
+        if _TALLY.search(c.unit.text[:off]):
+            around += c.words[max(0, k - 3) : k]  # "subjects (n = 46)", "participants: 46": the noun before
         if heads & {w for _, w in around} or heads & {_surface(c.unit.text, start).lower() for start, _ in around}:
             return 1.0
     return 0.0
@@ -458,6 +462,10 @@ def _counts_asked(c: _Candidate, offset: int, quantity: str, q: list[str]) -> bo
     k = _word_at(c, offset)
     after = c.words[k + 1 : k + 2]
     return bool(after) and after[0][1] in q
+
+
+# What stands between a counted noun and its count written after it: "subjects (n = 46)", "sites: 135".
+_TALLY = re.compile(r"(?:[(\[]\s*[nN]\s*=|[:=(])\s*$")
 
 
 def _surface(text: str, start: int) -> str:

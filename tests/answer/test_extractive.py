@@ -747,3 +747,18 @@ def test_the_papers_own_figure_outranks_one_it_cites() -> None:
     )
     answer = extractive_answer("How many hours did LDA on PubMed take on 50 computers?", [_evidence([text])])
     assert "4.1" in _first(answer)
+
+
+def test_a_noun_before_a_number_is_counted_only_as_a_tally() -> None:
+    """ "subjects (n = 46)" counts subjects; in "each of the drivers chooses from four routes" four counts routes."""
+    from paperscope.answer.extractive import _candidates, _counts
+
+    tally, routes = _candidates(
+        [
+            _evidence(
+                ["We recruited healthy subjects (n = 46) for the study. Each of the drivers chooses from four routes."]
+            )
+        ]
+    )
+    assert _counts(tally, [q for q, _ in quantities(tally.unit.text)], frozenset({"subjects"})) == 1.0
+    assert _counts(routes, [q for q, _ in quantities(routes.unit.text)], frozenset({"drivers"})) == 0.0
