@@ -228,6 +228,10 @@ class _Scorer:
 
     def fit(self, c: _Candidate, qt: QuestionType, q: list[str]) -> float:
         """How well the shape of `c` fits what is asked (1.0: neutral)."""
+        if not qt.asks:
+            # No kind of fact read from the wording ("what matrix dimension and sparsity were used"): a unit that
+            # gives one of the question's terms its value ("dimension d = 100") states what is asked.
+            return _BOUND if _binds(c, q) else 1.0
         fits = [self._fit_one(ask, c, qt, q) for ask in qt.asks]
         # A unit that fits several of the asked kinds ("10 catchments from Australia ...") beats one that fits
         # one of them; one that fits none takes the mildest penalty.
@@ -466,6 +470,16 @@ def _counts_asked(c: _Candidate, offset: int, quantity: str, q: list[str]) -> bo
 
 # What stands between a counted noun and its count written after it: "subjects (n = 46)", "sites: 135".
 _TALLY = re.compile(r"(?:[(\[]\s*[nN]\s*=|[:=(])\s*$")
+
+
+_BOUND = 1.3
+# A term given its value: "dimension d = 100", "sparsity s = 2171", "learning rate η = 0.05", "k=5".
+_BINDING = re.compile(r"([A-Za-z][\w-]*)(?:\s+[A-Za-zα-ωΑ-Ω][\w∗*]{0,2})?\s*[=≈]\s*[-+]?\$?\d")
+
+
+def _binds(c: _Candidate, q: list[str]) -> bool:
+    """Whether the unit sets one of the question's terms to a value ("For dimension d = 100 and sparsity ...")."""
+    return any(_stem(m.group(1).lower()) in q for m in _BINDING.finditer(c.unit.text))
 
 
 def _surface(text: str, start: int) -> str:

@@ -762,3 +762,16 @@ def test_a_noun_before_a_number_is_counted_only_as_a_tally() -> None:
     )
     assert _counts(tally, [q for q, _ in quantities(tally.unit.text)], frozenset({"subjects"})) == 1.0
     assert _counts(routes, [q for q, _ in quantities(routes.unit.text)], frozenset({"drivers"})) == 0.0
+
+
+def test_a_sentence_giving_the_asked_term_its_value_answers_an_untyped_question() -> None:
+    """ "What matrix dimension and sparsity were used?" reads as no particular kind of fact; the sentence setting
+    those terms to values ("dimension d = 100 and sparsity s = 2171") answers it."""
+    text = (
+        "The first set of experiments apply to a low-rank matrix corrupted by an arbitrary sparse matrix. "
+        "For dimension d = 100 and sparsity s = 2171, Figure 1 shows plots of the squared error as the rank "
+        "parameter is varied: as predicted, the error is minimal at the true rank."
+    )
+    question = "What matrix dimension and sparsity were used for the experiments with a sparse matrix?"
+    assert question_type(question).asks == frozenset()
+    assert "d = 100" in _first(extractive_answer(question, [_evidence([text])]))
