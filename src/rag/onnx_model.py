@@ -170,6 +170,11 @@ class OnnxModel:
         return vectors
 
 
+# The int8 file is named by how it was quantised: a file another recipe left in the cache (every op, per tensor)
+# has other vectors, and a knowledge base built with this recipe must never be searched with them.
+INT8_RECIPE = "int8-matmul-perchannel"
+
+
 def quantize(source: Path, target: Path) -> None:
     """The int8 model of an exported one: its matrix products' weights quantised per output channel, activations
     at run time (dynamic); whole or not at all. Only the MatMuls: quantising every op moved vectors to 0.94 cosine of
@@ -198,7 +203,7 @@ def load(model_dir: Path, *, int8: bool = False) -> OnnxModel | None:
         model: OnnxModel | None = None
         if exportable(model_dir):
             exported = _onnx_file(model_dir)
-            target = exported.with_name(f"{exported.stem}.int8.onnx") if int8 else exported
+            target = exported.with_name(f"{exported.stem}.{INT8_RECIPE}.onnx") if int8 else exported
             try:
                 if not exported.is_file():
                     export(model_dir, exported)

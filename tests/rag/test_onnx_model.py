@@ -105,3 +105,22 @@ def test_the_int8_model_is_a_variant_of_its_own_kept_apart(tmp_path: Path) -> No
         StoreError, match=rf"built with {LOCAL_INT8_NAME} \(dim 384\); this run uses {LOCAL_MODEL_NAME}"
     ):
         PaperStore(settings, fp32)
+
+
+def test_an_int8_file_another_recipe_left_in_the_cache_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The int8 file is named by its recipe: a file an older recipe quantised (other vectors) under the plain
+    `.int8.onnx` name is left alone, and the model is quantised again under its own name."""
+    assert onnx_model.load(default_model_dir()) is not None
+    real = onnx_model._onnx_file(default_model_dir())
+    monkeypatch.setattr(onnx_model, "_LOADED", {})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    exported = onnx_model._onnx_file(default_model_dir())
+    exported.parent.mkdir(parents=True)
+    shutil.copy(real, exported)
+    shutil.copy(real, exported.with_name(f"{exported.stem}.int8.onnx"))  # "int8" that is not: the fp32 model
+    int8, fp32 = onnx_model.load(default_model_dir(), int8=True), onnx_model.load(default_model_dir())
+    assert int8 is not None and fp32 is not None
+    assert np.abs(int8.embed(TEXTS[:1]) - fp32.embed(TEXTS[:1])).max() > 1e-4  # really quantised
+    assert exported.with_name(f"{exported.stem}.{onnx_model.INT8_RECIPE}.onnx").is_file()
