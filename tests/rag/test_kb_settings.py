@@ -210,7 +210,7 @@ def test_a_kb_whose_chunks_collection_vanished_keeps_its_model_from_the_catalogu
 def test_a_new_kb_is_made_with_the_int8_model_and_an_older_one_keeps_the_model_it_was_made_with(
     tmp_path: Path, clean_env: None, local_embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The default is `local:int8` (the same dev-set scores, 1.9x faster): a knowledge base created without a
+    """The default is `local:int8` (the same dev-set scores, 1.8x faster): a knowledge base created without a
     model named records it; one made with the model as published goes on with that one, unasked."""
     from paperscope.rag.embeddings import LOCAL_INT8_NAME, make_embedder
 
