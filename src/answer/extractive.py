@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..rag.context import Evidence
-from ..rag.query import expand, translate
+from ..rag.query import expand, has_chinese, translate
 from ..rag.store import StoredChunk
 from .claims import Claim, Role, placed, quoted
 from .grounding import EvidenceIndex, numbers
@@ -369,7 +369,7 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
     # A capitalised word inside the question ("Stewarts Creek", "Add Driver") names a site, a run, a condition.
     codes |= {m.group(0) for m in re.finditer(r"(?<=[a-z,] )[A-Z][a-z]{2,}\b", asked)}
     # A Chinese question spells in Latin letters only what it names: "日语（Japanese）测试集".
-    if _CJK.search(asked):
+    if has_chinese(asked):
         codes |= {m.group(0) for m in re.finditer(r"(?<=[\u4e00-\u9fff（(“])[A-Z][a-z]{2,}\b", asked)}
     # So does a word of the paper's own title ("Bigtable", "Analytics" of "Google Analytics" is kept: not in it).
     titles = frozenset().union(*(c.title_terms for c in candidates)) if candidates else frozenset()
@@ -382,7 +382,6 @@ def _codes(query: str, candidates: list[_Candidate]) -> frozenset[str]:
 
 
 _YEAR = re.compile(r"(?:19|20)\d\d[a-z]?")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _NAMED_TABLE = 1.5  # how much more a row of the table the question names counts
 _TABLE_NAMED = re.compile(r"\b(?:Table|Tab\.)\s*([\dIVX]+[a-z]?)\b", re.I)
 
@@ -528,7 +527,10 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
         seen.update(run)
         used[c.n] += 1
 
-    run = _covering_run(qt, scorer, candidates, ranked[0]) if scores[ranked[0]] > 0 else []
+    # Each part of the question read alone (its kind of fact, its words, every unit's score for it), once: for the
+    # passage that answers several parts and for each part's own best unit.
+    parts = _parts_alone(qt, scorer) if scores[ranked[0]] > 0 else []
+    run = _covering_run(parts, candidates, ranked[0])
     if run:
         picked.append((run, True))  # a passage that answers several parts of the question leads
         seen.update(run)
@@ -536,20 +538,16 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
     else:
         take(ranked[0], answering=True)
     # Each part of the question gets its own best unit (the best overall often answers one of them).
-    if len(qt.parts) > 1 and scores[ranked[0]] > 0:
-        for part in qt.parts:
-            pq = _query_terms(part)
-            if not pq or len(picked) >= _ANSWERS:
-                continue
-            pt = question_type(part)
-            alone = scorer.scores(pt, pq)
-            if max(alone, key=lambda i: (alone[i], -i)) in seen:
-                continue  # the unit that best answers the part alone is already quoted
-            # Otherwise its best unit among the rest, the words the quoted lines hold counting less.
-            covered = frozenset(t for run, _ in picked for i in run for t in candidates[i].terms)
-            best = _best(scorer.scores(pt, pq, covered, frozenset(seen)), scores)
-            if best >= 0:
-                take(best, answering=True)
+    for pt, pq, alone in parts:
+        if len(picked) >= _ANSWERS:
+            break
+        if max(alone, key=lambda i: (alone[i], -i)) in seen:
+            continue  # the unit that best answers the part alone is already quoted
+        # Otherwise its best unit among the rest, the words the quoted lines hold counting less.
+        covered = frozenset(t for run, _ in picked for i in run for t in candidates[i].terms)
+        best = _best(scorer.scores(pt, pq, covered, frozenset(seen)), scores)
+        if best >= 0:
+            take(best, answering=True)
     picked[:] = _join_answers(picked, candidates)
     seen.update(i for run, _ in picked for i in run)
     for i in ranked:
@@ -568,19 +566,30 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
 _COVER_GAIN = 0.4  # how much more of the question's parts each further sentence of a leading passage must answer
 
 
-def _covering_run(qt: QuestionType, scorer: _Scorer, candidates: list[_Candidate], best: int) -> list[int]:
-    """For a question of several parts, the run of two or three consecutive sentences of one chunk that answers
-    more of them than the best unit alone (each part's best score within the run, relative to that part's best
-    anywhere, summed over the parts), by `_COVER_GAIN` per added sentence; [] when no run does."""
+def _parts_alone(qt: QuestionType, scorer: _Scorer) -> list[tuple[QuestionType, list[str], dict[int, float]]]:
+    """For a question of several parts, each part with words of its own: (its type, its words, every unit's score
+    for it alone); [] for a question of one part."""
     if len(qt.parts) < 2:
         return []
-    shares: list[dict[int, float]] = []
+    out = []
     for part in qt.parts:
         if pq := _query_terms(part):
-            alone = scorer.scores(question_type(part), pq)
-            top = max(alone.values(), default=0.0)
-            if top > 0:
-                shares.append({i: v / top for i, v in alone.items()})
+            pt = question_type(part)
+            out.append((pt, pq, scorer.scores(pt, pq)))
+    return out
+
+
+def _covering_run(
+    parts: list[tuple[QuestionType, list[str], dict[int, float]]], candidates: list[_Candidate], best: int
+) -> list[int]:
+    """The run of two or three consecutive sentences of one chunk that answers more of the question's `parts`
+    than the best unit alone (each part's best score within the run, relative to that part's best anywhere, summed
+    over the parts), by `_COVER_GAIN` per added sentence; [] when no run does."""
+    shares: list[dict[int, float]] = []
+    for _, _, alone in parts:
+        top = max(alone.values(), default=0.0)
+        if top > 0:
+            shares.append({i: v / top for i, v in alone.items()})
     if len(shares) < 2:
         return []
 

@@ -701,7 +701,7 @@ def test_a_question_of_two_parts_leads_with_the_passage_answering_both() -> None
     """ "In which languages is VESPA written, and which program does it use?": where two sentences standing
     together answer one part each (and the best single sentence only one), the answer leads with both as one
     passage; a third sentence joins only if it answers more; a run never crosses chunks or takes a table row."""
-    from paperscope.answer.extractive import _candidates, _covering_run
+    from paperscope.answer.extractive import _candidates, _covering_run, _parts_alone
 
     sentences = [
         "VESPA is a pipeline for comparative genomics.",
@@ -722,11 +722,11 @@ def test_a_question_of_two_parts_leads_with_the_passage_answering_both() -> None
             first = "languag" in words
             return {0: 0.1, 1: 7.0 if first else 0.0, 2: 0.0 if first else 9.0, 3: 0.2, 4: 10.0 if first else 1.0}
 
-    assert _covering_run(qt, Parts(), candidates, best=4) == [1, 2]  # type: ignore[arg-type]
+    assert _covering_run(_parts_alone(qt, Parts()), candidates, best=4) == [1, 2]  # type: ignore[arg-type]
     one_part = question_type("In which programming languages is VESPA written?")
-    assert _covering_run(one_part, Parts(), candidates, best=4) == []  # type: ignore[arg-type]
+    assert _covering_run(_parts_alone(one_part, Parts()), candidates, best=4) == []  # type: ignore[arg-type]
     split = _candidates([_evidence([" ".join(sentences[:2]), " ".join(sentences[2:4]), sentences[4]])])
-    assert _covering_run(qt, Parts(), split, best=4) == []  # type: ignore[arg-type]
+    assert _covering_run(_parts_alone(qt, Parts()), split, best=4) == []  # type: ignore[arg-type]
 
 
 def test_a_relative_clause_is_no_second_question() -> None:
