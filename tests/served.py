@@ -130,10 +130,12 @@ def make_home(home: Path, pdfs: list[Path], embedder: CachedEmbedder) -> Path:
     return home
 
 
-def upload(http: httpx.Client, path: Path, name: str | None = None, **fields: str) -> httpx.Response:
-    """POST /v1/documents with the file at `path` (under `name`) and form `fields`."""
+def upload(
+    http: httpx.Client, path: Path, name: str | None = None, *, kind: str = "application/pdf", **fields: str
+) -> httpx.Response:
+    """POST /v1/documents with the file at `path` (under `name`, declared as `kind`) and form `fields`."""
     with path.open("rb") as fh:
-        return http.post("/v1/documents", files={"file": (name or path.name, fh, "application/pdf")}, data=fields)
+        return http.post("/v1/documents", files={"file": (name or path.name, fh, kind)}, data=fields)
 
 
 def wait_job(http: httpx.Client, job_id: str, timeout: float = 300.0) -> dict[str, Any]:

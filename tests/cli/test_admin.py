@@ -37,18 +37,23 @@ def test_every_setting_is_described() -> None:
     assert all(descriptions().values()), [name for name, text in descriptions().items() if not text]
 
 
+def at_80_columns(args: list[str], env: dict[str, str | None]) -> str:
+    """What `paperscope ARGS` prints in a terminal 80 columns wide (or piped): no line is wider."""
+    result = CliRunner(env=env).invoke(app, args, terminal_width=80)
+    assert result.exit_code == 0, result.stderr
+    wide = [line for line in result.stdout.splitlines() if len(line) > 80]
+    assert not wide, wide
+    return result.stdout
+
+
 @pytest.mark.parametrize("env", [{"COLUMNS": "80"}, {"COLUMNS": None}], ids=["COLUMNS=80", "piped, no COLUMNS"])
 def test_config_shows_each_setting_with_its_description_at_80_columns(
     home: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str | None]
 ) -> None:
     monkeypatch.setenv("PAPERSCOPE_RETRIEVAL__CANDIDATES", "30")
     (home / "config.toml").write_text("[retrieval]\nwindow = 2\n")
-    result = CliRunner(env=env).invoke(app, ["config"], terminal_width=80)
-    assert result.exit_code == 0, result.stderr
-    out = result.stdout
+    out = at_80_columns(["config"], env)
     lines = out.splitlines()
-    wide = [line for line in lines if len(line) > 80]
-    assert not wide, wide
     assert not [line for line in lines if line != line.rstrip()]  # nothing padded to the width
     text = flat(out)
     for name, description in descriptions().items():
@@ -74,12 +79,8 @@ def operators() -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("env", [{"COLUMNS": "80"}, {"COLUMNS": None}], ids=["COLUMNS=80", "piped, no COLUMNS"])
 def test_operators_are_readable_at_80_columns_when_piped(env: dict[str, str | None]) -> None:
-    result = CliRunner(env=env).invoke(app, ["operators"], terminal_width=80)
-    assert result.exit_code == 0, result.stderr
-    out = result.stdout
+    out = at_80_columns(["operators"], env)
     lines = out.splitlines()
-    wide = [line for line in lines if len(line) > 80]
-    assert not wide, wide
     listed = operators()
     assert lines[0] == f"{len(listed)} operators"
     names = [line.split()[0] for line in lines if line.startswith("  ") and not line.startswith("   ")]

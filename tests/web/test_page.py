@@ -27,7 +27,7 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
 from paperscope.rag.embeddings import CachedEmbedder
-from tests.served import KEY, PRELOADED, Served, make_home, serve, wait_job
+from tests.served import KEY, PRELOADED, Served, make_home, serve, upload, wait_job
 from tests.service.test_page_images import pixels
 
 CHROMIUM = shutil.which("chromium")
@@ -187,9 +187,8 @@ def test_text_from_papers_and_questions_is_shown_as_text(browser: WebDriver, ser
         f"# {title}\n\n## Watering\n\nTomato plants <script>window.pwned = 1</script> need deep watering; "
         '<img src="x" onerror="window.pwned = 2"> see [the guide](https://example.com/guide).\n'
     )
-    with server.client() as http, paper.open("rb") as fh:
-        accepted = http.post("/v1/documents", files={"file": ("hostile.md", fh, "text/markdown")}).json()
-        job = wait_job(http, accepted["job_id"])
+    with server.client() as http:
+        job = wait_job(http, upload(http, paper, kind="text/markdown").json()["job_id"])
     assert job["state"] == "done", job
     try:
         open_with_key(browser, server, "/")
@@ -228,10 +227,8 @@ def test_bidi_overrides_in_a_title_are_shown_not_obeyed(browser: WebDriver, serv
     terminal does."""
     paper = tmp_path / "bidi.md"
     paper.write_text("# Invoice \u202egnp.exe of Seed Catalogues\n\n## Orders\n\nSeed catalogues list orders.\n")
-    with server.client() as http, paper.open("rb") as fh:
-        job = wait_job(
-            http, http.post("/v1/documents", files={"file": ("bidi.md", fh, "text/markdown")}).json()["job_id"]
-        )
+    with server.client() as http:
+        job = wait_job(http, upload(http, paper, kind="text/markdown").json()["job_id"])
     assert job["state"] == "done", job
     try:
         open_with_key(browser, server, "/")

@@ -24,7 +24,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select
 
-from tests.served import KEY, Served, wait_job
+from tests.served import KEY, Served, upload, wait_job
 from tests.web import test_page as page
 from tests.web.test_page import QUESTION, answer_number, ask, open_with_key, wait
 
@@ -224,10 +224,7 @@ def test_the_pdf_opens_at_the_page_shown(
     # A paper read from a text file has no PDF: the link is not shown.
     notes = tmp_path / "compost-notes.md"
     notes.write_text("# Notes on Compost Heaps\n\n## Turning\n\nTurn a compost heap every two weeks to air it.\n")
-    with notes.open("rb") as fh:
-        job = wait_job(
-            http, http.post("/v1/documents", files={"file": ("compost-notes.md", fh, "text/markdown")}).json()["job_id"]
-        )
+    job = wait_job(http, upload(http, notes, kind="text/markdown").json()["job_id"])
     assert job["state"] == "done", job
     try:
         assert http.get(f"/v1/documents/{job['doc_id']}/pdf").status_code == 404

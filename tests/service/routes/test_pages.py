@@ -133,8 +133,7 @@ def test_a_pdf_no_longer_on_disk_is_said_to_be_gone(
 def test_a_text_paper_has_no_page_images(http: httpx.Client, tmp_path: Path) -> None:
     notes = tmp_path / "garden-notes.md"
     notes.write_text("# Notes on Tomato Gardening\n\n## Watering\n\nWater tomatoes deeply twice a week in summer.\n")
-    with notes.open("rb") as fh:
-        accepted = http.post("/v1/documents", files={"file": ("garden-notes.md", fh, "text/markdown")}).json()
+    accepted = upload(http, notes, kind="text/markdown").json()
     job = wait_job(http, accepted["job_id"])
     assert job["state"] == "done", job
     try:
@@ -238,8 +237,7 @@ def test_a_text_paper_has_no_pdf_and_a_pdf_gone_is_said_to_be(
 ) -> None:
     notes = tmp_path / "pepper-notes.md"
     notes.write_text("# Notes on Pepper Gardening\n\n## Sowing\n\nSow peppers indoors eight weeks before frost.\n")
-    with notes.open("rb") as fh:
-        accepted = http.post("/v1/documents", files={"file": ("pepper-notes.md", fh, "text/markdown")}).json()
+    accepted = upload(http, notes, kind="text/markdown").json()
     pdf = tmp_path / "fleeting.pdf"
     pdf.write_bytes(sample_pdfs["marten"].read_bytes() + b"\n%another copy with other bytes\n")
     text_job = wait_job(http, accepted["job_id"])
