@@ -17,6 +17,8 @@ STOP = frozenset(
         well between through authors study article show shown report reported et al"""
     )
 )
+# snowballstemmer hands the work to PyStemmer's C build when it is installed (a dependency): the same stems, ~1 us
+# a word instead of ~23 (a new question's words are not in the cache below yet).
 _STEMMER = snowballstemmer.stemmer("english")
 
 

@@ -272,11 +272,23 @@ class PaperLocator:
             m = a.pattern.search(text)
             if m:
                 spans.append((a.doc_id, a.weight, a.kind, m.group(0), m.start(), m.end()))
+        # Where in the question each paper's names matched: many aliases match at the same places (a common word, a
+        # surname several papers share), so containment is checked per place, not per pair of matches.
+        places: dict[tuple[int, int], set[str]] = {}
+        for doc_id, _, _, _, start, end in spans:
+            places.setdefault((start, end), set()).add(doc_id)
+
+        def inside_another(doc_id: str, start: int, end: int) -> bool:
+            return any(
+                s <= start and end <= e and e - s > end - start and (len(docs) > 1 or doc_id not in docs)
+                for (s, e), docs in places.items()
+            )
+
         found: dict[str, list[tuple[float, str, str]]] = {}
         for doc_id, weight, kind, matched, start, end in spans:
             # A phrase inside a longer one that names another paper is part of that name: "Information
             # Extraction" in 'Sparse Information Extraction: ...' does not name "... Open Information Extraction".
-            if not any(d != doc_id and s <= start and end <= e and e - s > end - start for d, _, _, _, s, e in spans):
+            if not inside_another(doc_id, start, end):
                 found.setdefault(doc_id, []).append((weight, kind, matched))
         for doc_id, hits in found.items():
             hits.sort(reverse=True)
