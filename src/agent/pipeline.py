@@ -182,7 +182,8 @@ class Searcher:
             return Reflector(self).run(
                 query, first, doc_ids=doc_ids, categories=names or None, k=k, history=history, on_token=on_token
             )
-        with question_scope(self.chat_model):
+        # One catalogue for the whole answer: its retrieval and its passages see the library as it was at the start.
+        with question_scope(self.chat_model), self.engine.store.pinned():
             started = time.perf_counter()
             if on_progress is not None:
                 on_progress("searching", "routing the question and ranking passages")

@@ -86,11 +86,12 @@ class AnswerWriter:
         begun = time.perf_counter()
         routing = sum(o.seconds for o in retrieval.operators if o.kind == "router")
         timings = {"route": routing, "retrieve": sum(o.seconds for o in retrieval.operators) - routing}
-        context_text, evidence = self.engine.context(retrieval)
+        model = self.chat_model if use_model else None
+        # Only a model reads the papers' Introductions; an extracted answer quotes the evidence alone.
+        context_text, evidence = self.engine.context(retrieval, introductions=model is not None)
         timings["assemble"] = time.perf_counter() - begun
         sources = [Source.from_evidence(n, ev) for n, ev in enumerate(evidence, start=1)]
         begun = time.perf_counter()
-        model = self.chat_model if use_model else None
         extractive = model is None
         # Not in the knowledge base: the closest passages are listed, but they do not support an answer.
         supported = bool(sources) and retrieval.track != "NONE"

@@ -159,7 +159,7 @@ class Engine:
         `transforms=False` leaves out the model's query transforms (an answer written without the model).
         """
         check_question(query)
-        with self.known.pinned():
+        with self.store.pinned():
             return self._retrieve(query, scope or SearchFilter(), k, route, previous, transforms)
 
     def _retrieve(
@@ -352,9 +352,10 @@ class Engine:
         tokens = max_tokens or max(1, self.settings.retrieval.intro_tokens)
         return introduction(self.store, validate_doc_id(doc_id), tokens)
 
-    def context(self, retrieval: Retrieval) -> tuple[str, list[Evidence]]:
+    def context(self, retrieval: Retrieval, *, introductions: bool = True) -> tuple[str, list[Evidence]]:
         """The evidence of a retrieval as an answer reads it: windows, Introductions, numbered [1], [2], ...;
-        the window operator joins the retrieval's `operators`."""
+        the window operator joins the retrieval's `operators`. `introductions=False` leaves the papers'
+        Introductions out of the text (an extracted answer quotes the evidence only)."""
         r = self.settings.retrieval
         log = RunLog()
         with log.run("postprocessor", "window", window=r.window, token_budget=r.token_budget) as info:
@@ -364,7 +365,7 @@ class Engine:
                 window=r.window,
                 token_budget=r.token_budget,
                 intro_tokens=r.intro_tokens,
-                with_introduction=r.intro_tokens > 0,
+                with_introduction=introductions and r.intro_tokens > 0,
                 query=translate(retrieval.query),
             )
             text, evidence = format_context(papers)

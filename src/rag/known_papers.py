@@ -1,20 +1,16 @@
 """The papers of one knowledge base as retrieval reads them: the catalogue, the ready papers, the paper locator.
 
-The catalogue one `retrieve` reads is pinned for the rest of it (`pinned`): each read checks the catalogue's
-version in the store (two round trips), and a question asked for it three times. Per context, so threads never
-share it. The locator is built once per catalogue version (its BM25 and alias tables take a while).
+The catalogue one `retrieve` reads is pinned for the rest of it (`PaperStore.pinned`): each read checks the
+catalogue's version in the store (two round trips), and a question asked for it three times. The locator is
+built once per catalogue version (its BM25 and alias tables take a while).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 
 from .locate import PaperLocator
 from .store import Catalogue, PaperRecord, PaperStore
-
-_PINNED: ContextVar[tuple[PaperStore, Catalogue] | None] = ContextVar("paperscope_catalogue", default=None)
 
 
 class KnownPapers:
@@ -26,19 +22,9 @@ class KnownPapers:
         self._locator: tuple[tuple[str, ...], PaperLocator] | None = None
         self._located: tuple[Catalogue, PaperLocator] | None = None  # the catalogue's own locator
 
-    @contextmanager
-    def pinned(self) -> Iterator[None]:
-        """Within: the catalogue read once, at the start."""
-        token = _PINNED.set((self.store, self.store.catalogue()))
-        try:
-            yield
-        finally:
-            _PINNED.reset(token)
-
     def catalogue(self) -> Catalogue:
         """The store's catalogue (cached, read again only when it changed); within `retrieve`, the one it read."""
-        pinned = _PINNED.get()
-        return pinned[1] if pinned is not None and pinned[0] is self.store else self.store.catalogue()
+        return self.store.catalogue()
 
     def ready(self) -> list[PaperRecord]:
         """Ready papers of the knowledge base (the store's cached catalogue, read again only when it changed)."""

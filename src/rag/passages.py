@@ -240,6 +240,10 @@ class Passages:
             with log.run("postprocessor", "sections", prefer=[c.name for c in prefer]):
                 values = section_values(hits, prefer)
             with log.run("postprocessor", "mmr", mmr_lambda=r.mmr_lambda):
-                ranked = diversify(self.store.embedder, hits, values, r.mmr_lambda)
+                # MMR's first pick is the best-valued hit: for one pick it changes nothing and needs no vectors.
+                lambda_ = r.mmr_lambda if k > 1 else 1.0
+                if lambda_ < 1.0 and len(hits) > 1:
+                    self.store.load_vectors(hits)
+                ranked = diversify(self.store.embedder, hits, values, lambda_)
         with log.run("postprocessor", "spread", window=r.window):
             return spread(ranked, k, r.window)

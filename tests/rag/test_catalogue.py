@@ -170,3 +170,101 @@ def test_a_whole_answer_reads_the_catalogue_version_once(
     answer = searcher.answer("How do otters use kelp forests according to Alpha?")
     assert answer.bibliography and len(reads) == 1
     assert store.catalogue(checked=False) is store.catalogue()  # the copy held is the current one
+
+
+def papers_queries(store: PaperStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that gains the filter of each query of the papers collection a store makes (from now on)."""
+    calls: list[str] = []
+    real = store.client.query
+
+    def counted(collection: str, *args: object, **kwargs: object) -> object:
+        if collection == store.papers_name:
+            calls.append(str(kwargs.get("filter", "")))
+        return real(collection, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store.client, "query", counted)
+    return calls
+
+
+def test_within_a_pin_readiness_comes_from_the_catalogue_read_at_its_start(
+    store: PaperStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer's searches and reads ask Milvus nothing about readiness: the catalogue checked when the pin began
+    says which papers are ready. Outside a pin, a paper that stops being ready is hidden at once."""
+    calls = papers_queries(store, monkeypatch)
+    with store.pinned() as catalogue:
+        started = len(calls)
+        assert store.catalogue() is catalogue and store.catalogue(checked=False) is catalogue
+        hits = store.search_bm25("kelp forests otters", k=3)
+        windows = store.get_windows({hits[0].doc_id: [0, 1]})
+        with store.pinned() as inner:
+            assert inner is catalogue  # a pin inside a pin keeps the outer catalogue
+        assert hits and windows[hits[0].doc_id] and len(calls) == started  # no readiness query
+    did = put(store, "Delta")
+    try:
+        with store.pinned():
+            assert did in {h.doc_id for h in store.search_bm25("Delta studies kelp", k=20)}
+            store.set_status(did, "ingesting")  # stops being ready while the pin holds
+            pinned_view = {h.doc_id for h in store.search_bm25("Delta studies kelp", k=20)}
+        assert did in pinned_view  # the answer sees the library as it was when it started
+        assert did not in {h.doc_id for h in store.search_bm25("Delta studies kelp", k=20)}  # after it: hidden
+        assert store.get_windows({did: [0]}) == {}
+    finally:
+        store.delete_paper(did)
+
+
+def test_a_pin_holds_one_knowledge_base_only(store: PaperStore, home: Path, local_embedder: CachedEmbedder) -> None:
+    """A pin of one knowledge base says nothing about another's readiness: its searches check their own."""
+    with PaperStore.open(Settings(home=home).with_overrides(store={"kb": "other_pin"}), local_embedder) as other:
+        did = put(other, "Epsilon")
+        with store.pinned():
+            assert did not in {p.doc_id for p in store.catalogue().papers}
+            assert did in {h.doc_id for h in other.search_bm25("Epsilon studies kelp", k=5)}
+            assert other.catalogue() is not store.catalogue()
+
+
+def test_an_answer_makes_no_readiness_query(store: PaperStore, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole no-model answer (routing, the survey's searches, windows) reads the catalogue's version once and asks
+    nothing else of the papers collection by primary key or status; without a model it reads no Introduction."""
+    from paperscope.agent.pipeline import Searcher
+
+    searcher = Searcher(store, Settings(home=home), None)
+    searcher.answer("What do kelp forests and otters have to do with each other?")  # caches built
+    calls = papers_queries(store, monkeypatch)
+    sections: list[object] = []
+    real = type(store).get_sections
+    monkeypatch.setattr(type(store), "get_sections", lambda self, *a, **k: sections.append(a) or real(self, *a, **k))
+    answer = searcher.answer("What do kelp forests and otters have to do with each other?")
+    assert answer.sources and answer.claims
+    assert calls == [""]  # the version's row count, nothing else
+    assert sections == []
+
+
+def test_searches_return_no_vectors_and_ranking_reads_those_it_needs(
+    store: PaperStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search's hits carry no vectors (a survey's 60 candidates cost ~10 ms more with theirs); MMR reads the
+    vectors of the hits it ranks by key, and only when it picks several: for one pick it changes nothing."""
+    import numpy as np
+
+    from paperscope.rag.engine import Engine
+    from paperscope.rag.registry import RunLog
+
+    hits = store.search_bm25("kelp forests otters", k=6)
+    assert len(hits) == 6 and all(h.vector is None for h in hits)
+    store.load_vectors(hits[:2])
+    [v0, v1] = [np.asarray(h.vector) for h in hits[:2]]
+    expected = np.asarray(store.embedder.embed_documents([hits[0].index_text])[0])
+    assert float(v0 @ expected / (np.linalg.norm(v0) * np.linalg.norm(expected))) > 0.999  # the stored embedding
+    assert v1.shape == v0.shape and all(h.vector is None for h in hits[2:])
+
+    passages = Engine(store).passages
+    loads: list[int] = []
+    real = type(store).load_vectors
+    monkeypatch.setattr(type(store), "load_vectors", lambda self, cs: loads.append(len(cs)) or real(self, cs))
+    fresh = store.search_bm25("kelp forests otters", k=6)
+    one = passages.rank(fresh, [], 1, RunLog())
+    assert loads == [] and all(h.vector is None for h in fresh)
+    several = passages.rank(fresh, [], 3, RunLog())
+    assert loads == [6] and all(h.vector is not None for h in fresh)
+    assert one[0] == several[0]  # MMR's first pick is the best-valued hit either way

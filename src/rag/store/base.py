@@ -12,6 +12,10 @@ row (an orphan a crash left) or is not ready is dropped, and the search runs aga
 Direct reads by doc_id (`get_context_window`, `get_section`) return nothing for a paper that is not
 ready. `paperscope check` finds and repairs what a crash left (see check.py).
 
+Within `PaperStore.pinned()` (one answer), readiness is taken from the catalogue read when the block began
+instead (catalogue.py): the answer sees the library as it was when it started, and its searches and reads make
+no readiness query of their own.
+
 Milvus Lite notes (checked against milvus-lite 3.2.2 + pymilvus 3.0.2):
 - Templated filters (`filter_params`) are ignored by Lite, so filters are escaped literals
   (see filters.py).
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from ...config import Settings
@@ -43,6 +49,19 @@ def key_in(field: str, values: Sequence[str] | Sequence[int]) -> str:
     """`field in [...]` over primary-key values, always in that form (even for one value): it is the one filter
     Milvus Lite answers from its key index (a point read) instead of scanning every row."""
     return f"{field} in [{', '.join(str(int(v)) if isinstance(v, int) else quote_string(v) for v in values)}]"
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Which papers of one knowledge base were ready, as a pinned catalogue read them (see `PaperStore.pinned`)."""
+
+    key: tuple[str, str]  # (uri, kb)
+    ready: frozenset[str]
+    waiting: tuple[str, ...]  # catalogue rows that are not ready
+
+
+# The readiness pinned in this thread or task, if any (per context, so threads never share it).
+PINNED_READINESS: ContextVar[Readiness | None] = ContextVar("paperscope_readiness", default=None)
 
 
 class StoreBase:
@@ -118,8 +137,14 @@ class StoreBase:
 
     # --- readiness -------------------------------------------------------------------------------
 
+    def _pinned_readiness(self) -> Readiness | None:
+        held = PINNED_READINESS.get()
+        return held if held is not None and held.key == (self.uri, self.kb) else None
+
     def _not_ready(self) -> list[str]:
         """doc_ids of papers that are not ready (being ingested, deleted, or left by a crash)."""
+        if (held := self._pinned_readiness()) is not None:
+            return list(held.waiting)
         rows = self._client.query(
             self.papers_name,
             filter=f"status != {quote_string(STATUS_READY)}",
@@ -134,6 +159,8 @@ class StoreBase:
         `doc_id in [...]` alone from its key index, where any other filter scans every row)."""
         if not doc_ids:
             return set()
+        if (held := self._pinned_readiness()) is not None:
+            return {d for d in doc_ids if d in held.ready}  # a paper without a catalogue row is never ready
         rows = self._client.query(
             self.papers_name,
             filter=key_in("doc_id", sorted(set(doc_ids))),

@@ -12,14 +12,23 @@ Python). `catalogue()` reads it once and then only checks that it is still curre
 Stores of one knowledge base in one process share the cached catalogue, and a write through any of them drops
 it at once. Readiness for searches and reads is not taken from this cache: it is checked against Milvus on every
 call (base.py), so a paper that stops being ready is hidden at once, whatever wrote the change.
+
+`pinned()` is the exception, for one answer: the catalogue is checked once when the block begins, and until it
+ends `catalogue()` returns that copy and searches and reads take readiness from it. An answer then sees the
+library as it was when it started (a paper removed meanwhile may still be searched, its chunks gone), for two
+round trips at the start instead of one readiness query per search and read (measured at 10k chunks: 15 of the
+answer's 175 ms).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from .base import CONSISTENCY
+from .base import CONSISTENCY, PINNED_READINESS, Readiness
 from .reads import ReadsMixin
 from .records import PaperRecord
 from .schema import PROP_CATALOGUE, new_version
@@ -27,6 +36,8 @@ from .schema import PROP_CATALOGUE, new_version
 # (uri, kb) -> the catalogue last read in this process; shared by every PaperStore of that knowledge base.
 _CACHE: dict[tuple[str, str], Catalogue] = {}
 _CACHE_LOCK = threading.Lock()
+# ((uri, kb), catalogue) pinned in this thread or task by `pinned()`, if any.
+_PINNED: ContextVar[tuple[tuple[str, str], Catalogue] | None] = ContextVar("paperscope_catalogue", default=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +73,8 @@ class CatalogueMixin(ReadsMixin):
         trips saved), when there is one; for what only names papers (an answer's bibliography after its
         retrieval read the catalogue), never for what decides which papers are searched."""
         key = (self.uri, self.kb)
+        if (held := self._pinned()) is not None:
+            return held
         if not checked:
             with _CACHE_LOCK:
                 held = _CACHE.get(key)
@@ -78,6 +91,32 @@ class CatalogueMixin(ReadsMixin):
         with _CACHE_LOCK:
             _CACHE[key] = fresh
         return fresh
+
+    @contextmanager
+    def pinned(self) -> Iterator[Catalogue]:
+        """Within: the catalogue checked once, at the start, and readiness taken from it (see the module docstring).
+        Per thread or task; a block inside another one of the same knowledge base keeps the outer one's."""
+        if (held := self._pinned()) is not None:
+            yield held
+            return
+        catalogue = self.catalogue()
+        token = _PINNED.set(((self.uri, self.kb), catalogue))
+        ready = PINNED_READINESS.set(
+            Readiness(
+                (self.uri, self.kb),
+                frozenset(p.doc_id for p in catalogue.ready),
+                tuple(p.doc_id for p in catalogue.papers if not p.ready),
+            )
+        )
+        try:
+            yield catalogue
+        finally:
+            PINNED_READINESS.reset(ready)
+            _PINNED.reset(token)
+
+    def _pinned(self) -> Catalogue | None:
+        held = _PINNED.get()
+        return held[1] if held is not None and held[0] == (self.uri, self.kb) else None
 
     def _catalogue_version(self) -> tuple[str, int]:
         """(token, rows): the token the last write through a PaperStore left, and the number of catalogue rows."""

@@ -96,6 +96,26 @@ class ReadsMixin(StoreBase):
             chunks.sort(key=lambda c: c.chunk_index)
         return out
 
+    def load_vectors(self, chunks: Sequence[StoredChunk]) -> None:
+        """Fill in the stored embedding of the chunks that have none (searches return none; MMR needs them), read
+        by primary key in one query; a chunk whose row is gone keeps None."""
+        wanted = {c.id: c for c in chunks if c.vector is None}
+        if not wanted:
+            return
+        ids = list(wanted)
+        with self._failing("reading chunk vectors"):
+            for start in range(0, len(ids), POINT_READ):
+                part = ids[start : start + POINT_READ]
+                for row in self._client.query(
+                    self.chunks_name,
+                    filter=key_in("id", part),
+                    output_fields=["id", "vector"],
+                    limit=len(part),
+                    consistency_level=CONSISTENCY,
+                ):
+                    if (chunk := wanted.get(int(row["id"]))) is not None:
+                        chunk.vector = [float(x) for x in row["vector"]]
+
     def get_section(self, doc_id: str, category: SectionCategory | str | int, max_tokens: int) -> list[StoredChunk]:
         """A ready paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
 

@@ -55,7 +55,7 @@ class StoredChunk(Chunk):
     )
 
     vector: list[float] | None = Field(
-        default=None, exclude=True, repr=False, description="The stored embedding (searches return it, for MMR)."
+        default=None, exclude=True, repr=False, description="The stored embedding, for MMR (`PaperStore.load_vectors`)."
     )
 
     @property

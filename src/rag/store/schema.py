@@ -100,7 +100,9 @@ BRIEF_OUT = [
     "enrichments",
     "meta",
 ]
-SEARCH_OUT = [*CHUNK_OUT, "vector"]  # searches return vectors so MMR needs no re-embedding
+# Searches return no vectors: at 10k chunks a survey's 60 candidates cost ~10 ms more with theirs, and MMR needs
+# only the vectors of a paper's hits when it picks several (`PaperStore.load_vectors` reads those by key).
+SEARCH_OUT = CHUNK_OUT
 
 
 def new_version() -> str:
