@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import sys
+
 # Each module adds its commands to the app; `--help` lists them in this order.
 from . import (
     admin,  # noqa: F401
@@ -24,5 +26,9 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Entry point that keeps tracebacks away from users for expected errors."""
+    """The `paperscope` command (the console script)."""
+    # httpcore, under httpx, imports trio at its own import when trio is installed (selenium, a test tool, brings
+    # it): ~90 ms of every command that talks to a server (`ask` through a running `serve`), for an async library
+    # no command uses. Only the command's own process is spared; in-process callers (tests, Python) keep trio.
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     app()

@@ -117,8 +117,11 @@ def test_a_command_of_the_servers_home_goes_through_it_or_says_how_to_reach_it(s
     assert through.returncode == 0, through.stderr
     with server.client() as http:
         assert json.loads(through.stdout) == http.get("/v1/documents").json()
-    asked = run("ask", QUESTION, "--json", PAPERSCOPE_API_KEY=KEY)
+    asked = run("ask", QUESTION, "--json", PAPERSCOPE_API_KEY=KEY, PYTHONPROFILEIMPORTTIME="1")
     assert asked.returncode == 0 and "FlashRank" in json.loads(asked.stdout)["answer"], asked.stderr
+    # The command's start spares what no command uses: httpcore would import trio (installed with the test tools).
+    imported = {line.rsplit("|", 1)[-1].strip() for line in asked.stderr.splitlines() if line.startswith("import time")}
+    assert "httpcore" in imported and not any(m.startswith("trio.") for m in imported)  # tried, refused at once
     keyless = run("papers")
     assert keyless.returncode == 1 and "set PAPERSCOPE_API_KEY to the server's key" in keyless.stderr
     held = run("check")
