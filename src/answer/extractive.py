@@ -252,7 +252,7 @@ class _Scorer:
                 return 0.6
             offsets = [i for i, _ in found]
             heads = _heads(qt.counted)
-            counts = _counts(c, offsets, heads)
+            counts = _counts(c, found, heads)
             if not counts and all(NUMBER_WORDS.match(v) for _, v in found):
                 # "two simple constraints", "two runs, one for English": a number word says little unless it
                 # counts what is asked; a measure ("what f-measures") is a figure
@@ -438,17 +438,18 @@ def _heads(counted: tuple[str, ...]) -> frozenset[str]:
     return frozenset(heads)
 
 
-def _counts(c: _Candidate, offsets: list[int], heads: frozenset[str]) -> float:
+def _counts(c: _Candidate, found: list[tuple[int, str]], heads: frozenset[str]) -> float:
     """1.0 when a quantity counts what the question counts: "46 subjects" for "how many subjects", the thing
-    named within four words after the number (or, written as a tally, three before it: "subjects (n = 46)"); not
-    "each of the drivers chooses from four routes"."""
+    named within four words after the quantity ("1.7 million distinct normalized relation phrases"; or, written as
+    a tally, three before it: "subjects (n = 46)"); not "each of the drivers chooses from four routes"."""
     if not heads:
         return 0.0
     # Where every number of the unit stands, those the question gives too: what a number counts follows it, up to
     # the next number ("several billion pages into 31,003,946 sites": "billion" counts pages, not sites).
     numbers_at = sorted(_word_at(c, off) for off, _ in quantities(c.unit.text))
-    for off in sorted(offsets):
-        k = _word_at(c, off)
+    for off, quantity in sorted(found):
+        # From the quantity's last word: "million" in "1.7 million" is part of the number, not what it counts.
+        k = max(_word_at(c, off), _word_at(c, off + len(quantity) - 1) - 1)
         stop = min((j for j in numbers_at if j > k), default=len(c.words))
         around = c.words[k + 1 : min(k + 5, stop)]
         if _TALLY.search(c.unit.text[:off]):

@@ -618,8 +618,8 @@ def test_a_number_counts_what_follows_it_up_to_the_next_number() -> None:
     text = "We grouped the several billion pages into 31,003,946 sites. Of these, 13,197,046 sites were unreferenced."
     grouped, unreferenced = _candidates([_evidence([text])])
     heads = frozenset({"sites"})
-    assert _counts(grouped, [q for q, v in quantities(grouped.unit.text) if v == "billion"], heads) == 0.0
-    assert _counts(unreferenced, [q for q, _ in quantities(unreferenced.unit.text)], heads) == 1.0
+    assert _counts(grouped, [(q, v) for q, v in quantities(grouped.unit.text) if v == "billion"], heads) == 0.0
+    assert _counts(unreferenced, quantities(unreferenced.unit.text), heads) == 1.0
     question = "In the experiments, how many of the 31,003,946 sites were unreferenced?"
     assert "13,197,046" in _first(extractive_answer(question, [_evidence([text])]))
 
@@ -760,8 +760,24 @@ def test_a_noun_before_a_number_is_counted_only_as_a_tally() -> None:
             )
         ]
     )
-    assert _counts(tally, [q for q, _ in quantities(tally.unit.text)], frozenset({"subjects"})) == 1.0
-    assert _counts(routes, [q for q, _ in quantities(routes.unit.text)], frozenset({"drivers"})) == 0.0
+    assert _counts(tally, quantities(tally.unit.text), frozenset({"subjects"})) == 1.0
+    assert _counts(routes, quantities(routes.unit.text), frozenset({"drivers"})) == 0.0
+
+
+def test_what_a_number_counts_is_read_after_its_multiplier() -> None:
+    """ "1.7 million distinct normalized relation phrases" counts relation phrases: "million" is part of the number,
+    and the four words after it may be what a count needs ("distinct normalized relation phrases")."""
+    from paperscope.answer.extractive import _candidates, _counts
+
+    text = (
+        "Step 1 of the algorithm identifies three relation phrases that satisfy the constraints. "
+        "This results in a set of approximately 1.7 million distinct normalized relation phrases, which are stored "
+        "in memory at extraction time."
+    )
+    _, million = _candidates([_evidence([text])])
+    assert _counts(million, quantities(million.unit.text), frozenset({"phrases"})) == 1.0
+    question = "How many relation phrases does the dictionary of the lexical constraint hold?"
+    assert "1.7 million" in _first(extractive_answer(question, [_evidence([text])]))
 
 
 def test_a_sentence_giving_the_asked_term_its_value_answers_an_untyped_question() -> None:
