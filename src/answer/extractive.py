@@ -179,6 +179,7 @@ class _Scorer:
         # "What X ...?" names the measure it asks for; "how large / how good / how many" may be answered by a count.
         self.measure_named = bool(_WHAT.search(query)) and not _HOW.search(query)
         self.tables = _named_tables(query)
+        self.named = _named_labels(query)  # the tables and figures it names: ("TABLE", "2"), ("FIGURE", "3")
         # Each table's caption (by source and label): every row of the table shares its relevance, wherever the
         # table was cut between chunks, not only the rows printed next to it.
         self.captions = {
@@ -295,8 +296,10 @@ class _Scorer:
             return 0.0
         text = c.unit.text
         s = lexical * fit * (1.0 + _QUALIFIED * self.qualified(c))
-        if c.unit.row is None and _CAPTION.match(text):
-            s *= 0.6  # a caption names what a table shows, rarely the answer itself
+        if c.unit.row is None and (caption := _CAPTION.match(text)):
+            # A caption names what a table shows, rarely the answer itself; that of the figure or table the
+            # question names ("the spectra of Figure 1", "(Fig. 3a)") states its setting: "N = 500, K = 2".
+            s *= _NAMED_TABLE if _caption_label(caption.group(0)) in self.named else 0.6
         elif c.unit.row is not None and _label(c.unit.row.caption) in self.tables:
             s *= _NAMED_TABLE  # a row of the table the question names ("listed in Table 1")
         if text.rstrip().endswith("?"):
@@ -390,6 +393,22 @@ def _label(caption: str) -> str:
     """The label of a caption or row's table cell, normalised: "Table 3: Denotation ..." and "Table 3" -> "3"."""
     m = _TABLE_NAMED.match(caption.strip())
     return m.group(1).upper() if m else ""
+
+
+_FIGURE_NAMED = re.compile(r"\b(?:Figure|Fig\.?)\s*(\d+)[a-z]?\b", re.I)
+
+
+def _caption_label(caption: str) -> tuple[str, str]:
+    """("TABLE", "3") for "Table 3:", ("FIGURE", "1") for "Figure 1." or "Fig. 1:"."""
+    m = re.match(r"(Tab|Fig)\w*\.?\s*([\dIVX]+)", caption)
+    return ("TABLE" if m.group(1) == "Tab" else "FIGURE", m.group(2).upper()) if m else ("", "")
+
+
+def _named_labels(query: str) -> frozenset[tuple[str, str]]:
+    """The tables and figures a question names, as caption labels: "in Table 4" -> ("TABLE", "4"), "(Fig. 3a)" ->
+    ("FIGURE", "3")."""
+    tables = {("TABLE", label) for label in _named_tables(query)}
+    return frozenset(tables | {("FIGURE", m.group(1)) for m in _FIGURE_NAMED.finditer(query)})
 
 
 def _named_tables(query: str) -> frozenset[str]:

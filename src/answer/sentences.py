@@ -113,11 +113,27 @@ def _ends_sentence(text: str, end: int) -> bool:
     return not re.fullmatch(r"[A-Z]", word)  # an initial ("J. Smith") does not end one
 
 
+# A sentence that is one bracketed aside: "(N = 500, M = 2, η = 0.05).", "(See Table 2.)"
+_ASIDE = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)[.;]?")
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of a paragraph: splits at . ! ? (and 。！？) before a capital, digit or bracket, but not after
     scholarly abbreviations ("e.g.", "et al.", "Fig. 3", "Sec. 2", "Eq. (4)"), initials, or inside decimals."""
     text = " ".join(text.split())
     out: list[str] = []
+    starts: list[int] = []  # where each sentence of `out` starts in `text`
+
+    def add(start: int, end: int) -> None:
+        piece = text[start:end].strip()
+        if piece and out and _ASIDE.fullmatch(piece):
+            # "... with all other parameters being equal. (N = 500, M = 2, η = 0.05)." : an aside in brackets
+            # completes the sentence before it (its settings, its source); alone it is no sentence.
+            out[-1] = text[starts[-1] : end].strip()
+        elif piece:
+            out.append(piece)
+            starts.append(text.index(piece, start))
+
     start = 0
     for m in _BOUNDARY.finditer(text):
         end = m.end()
@@ -125,12 +141,9 @@ def split_sentences(text: str) -> list[str]:
             continue
         if not _ends_sentence(text, m.start() + len(m.group(0).rstrip())):
             continue
-        piece = text[start:end].strip()
-        if piece:
-            out.append(piece)
+        add(start, end)
         start = end
-    if text[start:].strip():
-        out.append(text[start:].strip())
+    add(start, len(text))
     return out
 
 
@@ -328,9 +341,20 @@ def trim_debris(sentence: str) -> str:
     while k > 0 and not _prose(tokens[k - 1]):
         k -= 1
     tail = tokens[k:]
-    if len(tail) >= _CELL_RUN and sum(1 for t in tail if re.search(r"\d", t)) >= 3:
+    if len(tail) >= _CELL_RUN and sum(1 for t in tail if re.search(r"\d", t)) >= 3 and not _settings(tail):
         return _cut(sentence, tokens, k)
     return sentence
+
+
+# One setting of a list of them: "N = 500,", "η=0.05", "v∗= 4)".
+_SETTING = re.compile(r"[^\W\d][\w∗*′']{0,3}\s*[=≈]\s*[-+−]?\d")
+
+
+def _settings(tail: list[str]) -> bool:
+    """Whether a tail of non-words is a list of settings ("(N = 500, M = 2, η = 0.05, σ = 0.01)"): the values
+    a sentence was measured with, not table cells run into it."""
+    found = _SETTING.findall(" ".join(tail))
+    return len(found) >= 2 and 3 * len(found) >= len(tail) - 2
 
 
 def _prose_follows(rest: list[str]) -> bool:

@@ -791,3 +791,47 @@ def test_a_sentence_giving_the_asked_term_its_value_answers_an_untyped_question(
     question = "What matrix dimension and sparsity were used for the experiments with a sparse matrix?"
     assert question_type(question).asks == frozenset()
     assert "d = 100" in _first(extractive_answer(question, [_evidence([text])]))
+
+
+def test_a_bracketed_aside_completes_the_sentence_before_it() -> None:
+    """ "... all other parameters being equal. (N = 500, M = 2, η = 0.05)." : the settings in brackets belong to
+    the sentence before them, and a list of settings is not table cells run into it."""
+    text = (
+        "Students with increasing K were trained, with all other parameters being equal. "
+        "(N = 500, M = 2, η = 0.05, σ = 0.01, v∗= 4). Then the second layer is trained too."
+    )
+    assert split_sentences(text) == [
+        "Students with increasing K were trained, with all other parameters being equal. "
+        "(N = 500, M = 2, η = 0.05, σ = 0.01, v∗= 4).",
+        "Then the second layer is trained too.",
+    ]
+    assert split_sentences("(See Table 2.) It holds.") == ["(See Table 2.)", "It holds."]  # nothing to complete
+    settings = "We trained all the students with the same schedule: (N = 500, M = 2, η = 0.05, σ = 0.01, v = 4)."
+    assert trim_debris(settings) == settings
+    cells = "We compare the methods below in the table with other Baseline CoT Finetuned CoT 8-shot T5 XXL 3 0.00 94.8"
+    assert trim_debris(cells).endswith("…")  # table cells run into a sentence are still cut
+
+
+def test_the_caption_of_the_figure_the_question_names_states_its_setting() -> None:
+    """A caption counts less than prose (it names what a figure shows), except that of the figure the question names:
+    "(Fig. 3a)" asks about Figure 3, whose caption gives the settings of its experiments."""
+    text = (
+        "A look at the order parameters after convergence in the experiments from Fig. 3a reveals specialisation "
+        "of the student's hidden units.\n\n"
+        "Figure 3: The performance of sigmoidal students improves with network size when training both layers. "
+        "(a) Dynamics observed for students with increasing K, with all other parameters being equal. "
+        "(N = 500, M = 2, η = 0.05)."
+    )
+    question = "What input dimension N was used for the experiments with sigmoidal students of increasing K (Fig. 3a)?"
+    assert "N = 500" in _first(extractive_answer(question, [_evidence([text])]))
+    from paperscope.answer.extractive import _candidates, _Scorer
+
+    prose, caption = _candidates([_evidence([text])])
+    qt = question_type(question)
+    q = ["experi", "sigmoid", "student"]
+
+    def caption_score(asked: str) -> float:
+        scorer = _Scorer([prose, caption], asked)
+        return scorer.score(caption, qt, q, scorer.lexical(caption, q))
+
+    assert caption_score(question) == pytest.approx(2.5 * caption_score(question.replace("(Fig. 3a)", "(Fig. 4)")))
