@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..rag.context import Evidence
+from ..rag.cues import caption_labels, named_labels
 from ..rag.query import expand, has_chinese, translate
 from ..rag.store import StoredChunk
 from .claims import Claim, Role, placed, quoted
@@ -179,7 +180,7 @@ class _Scorer:
         # "What X ...?" names the measure it asks for; "how large / how good / how many" may be answered by a count.
         self.measure_named = bool(_WHAT.search(query)) and not _HOW.search(query)
         self.tables = _named_tables(query)
-        self.named = _named_labels(query)  # the tables and figures it names: ("TABLE", "2"), ("FIGURE", "3")
+        self.named = named_labels(query)  # the tables and figures it names: ("TABLE", "2"), ("FIGURE", "3")
         # Each table's caption (by source and label): every row of the table shares its relevance, wherever the
         # table was cut between chunks, not only the rows printed next to it.
         self.captions = {
@@ -232,7 +233,7 @@ class _Scorer:
         if not qt.asks:
             # No kind of fact read from the wording ("what matrix dimension and sparsity were used"): a unit that
             # gives one of the question's terms its value ("dimension d = 100") states what is asked.
-            return _BOUND if _binds(c, q) else 1.0
+            return _BOUND ** _binds(c, q)
         fits = [self._fit_one(ask, c, qt, q) for ask in qt.asks]
         # A unit that fits several of the asked kinds ("10 catchments from Australia ...") beats one that fits
         # one of them; one that fits none takes the mildest penalty.
@@ -299,7 +300,7 @@ class _Scorer:
         if c.unit.row is None and (caption := _CAPTION.match(text)):
             # A caption names what a table shows, rarely the answer itself; that of the figure or table the
             # question names ("the spectra of Figure 1", "(Fig. 3a)") states its setting: "N = 500, K = 2".
-            s *= _NAMED_TABLE if _caption_label(caption.group(0)) in self.named else 0.6
+            s *= _NAMED_TABLE if caption_labels(caption.group(0)) & self.named else 0.6
         elif c.unit.row is not None and _label(c.unit.row.caption) in self.tables:
             s *= _NAMED_TABLE  # a row of the table the question names ("listed in Table 1")
         if text.rstrip().endswith("?"):
@@ -395,22 +396,6 @@ def _label(caption: str) -> str:
     return m.group(1).upper() if m else ""
 
 
-_FIGURE_NAMED = re.compile(r"\b(?:Figure|Fig\.?)\s*(\d+)[a-z]?\b", re.I)
-
-
-def _caption_label(caption: str) -> tuple[str, str]:
-    """("TABLE", "3") for "Table 3:", ("FIGURE", "1") for "Figure 1." or "Fig. 1:"."""
-    m = re.match(r"(Tab|Fig)\w*\.?\s*([\dIVX]+)", caption)
-    return ("TABLE" if m.group(1) == "Tab" else "FIGURE", m.group(2).upper()) if m else ("", "")
-
-
-def _named_labels(query: str) -> frozenset[tuple[str, str]]:
-    """The tables and figures a question names, as caption labels: "in Table 4" -> ("TABLE", "4"), "(Fig. 3a)" ->
-    ("FIGURE", "3")."""
-    tables = {("TABLE", label) for label in _named_tables(query)}
-    return frozenset(tables | {("FIGURE", m.group(1)) for m in _FIGURE_NAMED.finditer(query)})
-
-
 def _named_tables(query: str) -> frozenset[str]:
     """The tables the question names ("in Table 4", "(Tab. 2)"), as labels."""
     return frozenset(m.group(1).upper() for m in _TABLE_NAMED.finditer(query))
@@ -496,9 +481,10 @@ _BOUND = 1.3
 _BINDING = re.compile(r"([A-Za-z][\w-]*)(?:\s+[A-Za-zα-ωΑ-Ω][\w∗*]{0,2})?\s*[=≈]\s*[-+]?\$?\d")
 
 
-def _binds(c: _Candidate, q: list[str]) -> bool:
-    """Whether the unit sets one of the question's terms to a value ("For dimension d = 100 and sparsity ...")."""
-    return any(_stem(m.group(1).lower()) in q for m in _BINDING.finditer(c.unit.text))
+def _binds(c: _Candidate, q: list[str]) -> int:
+    """How many of the question's terms (up to two) the unit sets to a value ("For dimension d = 100 and sparsity
+    s = 2171": two)."""
+    return min(2, len({t for m in _BINDING.finditer(c.unit.text) if (t := _stem(m.group(1).lower())) in q}))
 
 
 def _surface(text: str, start: int) -> str:

@@ -286,6 +286,10 @@ def is_debris(sentence: str) -> bool:
         return True
     if _run_in_heading(tokens):
         return True
+    if len(_SETTING.findall(sentence)) >= 2 and len(_WORDISH.findall(rest := _SETTINGS.sub(" ", sentence))) >= 3:
+        # Settings ("for ΩF = ΩB = 0.2, xF = xB = 63109, τ = 0.13") are what a caption or a method states, not
+        # formula debris: the words around them are what is judged.
+        tokens = rest.split()
     n = len(tokens)
     marks = [_symbolic(t) for t in tokens]
     symbolic = sum(marks)
@@ -346,8 +350,10 @@ def trim_debris(sentence: str) -> str:
     return sentence
 
 
-# One setting of a list of them: "N = 500,", "η=0.05", "v∗= 4)".
+# One setting of a list of them: "N = 500,", "η=0.05", "v∗= 4)"; _SETTINGS: a whole one, names and value
+# ("xF = xB = 63109,").
 _SETTING = re.compile(r"[^\W\d][\w∗*′']{0,3}\s*[=≈]\s*[-+−]?\d")
+_SETTINGS = re.compile(r"(?:[^\W\d][\w∗*′']{0,3}\s*[=≈]\s*)+[-+−]?\d[\d.,]*[,;]?")
 
 
 def _settings(tail: list[str]) -> bool:

@@ -234,6 +234,30 @@ def section_cues(query: str) -> list[str]:
     return [category.name for category in SectionCategory if category in found]
 
 
+# A table or figure a question names: "in Table 4", "(Tab. 2)", "Figure 1", "Fig. 3a", "Table IV", "表 2", "图3".
+_NAMED_LABEL = re.compile(r"\b((?i:table|tab\.|figure|fig\.?))\s*(\d+|[IVX]+\b)|([表图])\s*(\d+)")
+# A caption where a line opens: "Table 3:", "Figure 1.", "Fig. 2:", "TABLE IV." (the label, then a colon or a period).
+_CAPTION_OPENING = re.compile(r"^[ \t]*((?i:table|tab\.|figure|fig\.))\s*(\d+|[IVX]+)\s*[:.]", re.M)
+
+
+def _label(word: str, number: str) -> tuple[str, str]:
+    return ("TABLE" if word.lower().startswith("tab") or word == "表" else "FIGURE", number.upper())
+
+
+def named_labels(query: str) -> frozenset[tuple[str, str]]:
+    """The tables and figures a question names, as labels: "in Table 4" -> ("TABLE", "4"), "(Fig. 3a)" ->
+    ("FIGURE", "3"), "表 2" -> ("TABLE", "2")."""
+    return frozenset(
+        _label(m.group(1), m.group(2)) if m.group(1) else _label(m.group(3), m.group(4))
+        for m in _NAMED_LABEL.finditer(query)
+    )
+
+
+def caption_labels(text: str) -> frozenset[tuple[str, str]]:
+    """The labels of the captions a passage holds at the start of a line ("Figure 1: CMB spectra ...")."""
+    return frozenset(_label(m.group(1), m.group(2)) for m in _CAPTION_OPENING.finditer(text))
+
+
 _ABOUT_CITATIONS = re.compile(r"\b(cit(e|es|ed|ing|ation|ations)|referenc\w*|bibliograph\w*)\b|引用|参考文献", re.I)
 
 

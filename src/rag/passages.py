@@ -12,12 +12,20 @@ from collections.abc import Callable, Sequence
 from ..config import Settings
 from ..parser.models import SectionCategory
 from .coverage import WEAK_COVERAGE, word_share
-from .cues import survey_focus
+from .cues import caption_labels, named_labels, survey_focus
 from .filters import SearchFilter
 from .known_papers import KnownPapers
 from .locate import Location
 from .query import expand, focus, inflect
-from .ranking import REFERENCE_SLACK, diversify, drop_references, section_values, spread, survey_quota
+from .ranking import (
+    REFERENCE_SLACK,
+    diversify,
+    drop_references,
+    lead_captions,
+    section_values,
+    spread,
+    survey_quota,
+)
 from .registry import RunLog, register
 from .rerank import Reranker, rerank
 from .retrievers import Retriever, fuse, to_chunks
@@ -35,7 +43,9 @@ register(
 #: reranker scores the whole fused pool once, and its order is final: `survey` shares the slots among papers by
 #: its scores, `sections` and `mmr` (which would reorder it) run only without a reranker, `spread` only drops
 #: the neighbours of a pick; `coverage` and `window` work on the k passages kept.
-POSTPROCESSORS = ("references", "fuse", "rerank", "survey", "sections", "mmr", "spread", "coverage", "window")
+POSTPROCESSORS = (
+    "references", "fuse", "rerank", "captions", "survey", "sections", "mmr", "spread", "coverage", "window",
+)  # fmt: skip
 
 
 class Passages:
@@ -80,7 +90,21 @@ class Passages:
         hits = self._fused(text, within, n, log, generated, prepare)
         if not hits and text != query:
             hits = self.candidates(query, within, n, log)
-        return self.rank(self.reranked(query, hits, log), prefer, k, log)
+        return self.rank(self._captions(query, self.reranked(query, hits, log), within, log), prefer, k, log)
+
+    def _captions(self, query: str, hits: list[StoredChunk], within: SearchFilter, log: RunLog) -> list[StoredChunk]:
+        """In one paper, the passages with the captions of the tables and figures the question names lead after
+        the best candidate (`lead_captions`); searched for by their labels when no candidate holds them."""
+        wanted = named_labels(query)
+        if not wanted or not hits or within.doc_ids is None or len(within.doc_ids) != 1:
+            return hits
+        with log.run("postprocessor", "captions", labels=[" ".join(label) for label in sorted(wanted)]) as info:
+            held = [h for h in hits if caption_labels(h.text) & wanted]
+            if not held:
+                words = " ".join(f"{'Table' if kind == 'TABLE' else 'Figure Fig'} {n}" for kind, n in sorted(wanted))
+                held = [h for h in self.store.search_bm25(words, within, 10) if caption_labels(h.text) & wanted]
+            info["found"] = [h.chunk_index for h in held[: len(wanted)]]
+            return lead_captions(hits, held[: len(wanted)])
 
     def survey(
         self,

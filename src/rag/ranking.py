@@ -48,6 +48,19 @@ def drop_references(query: str, hits: list[StoredChunk], n: int) -> list[StoredC
     return [h for h in hits if not is_reference_list(h.section_title)][:n]
 
 
+@register("postprocessor", "captions")
+def lead_captions(hits: list[StoredChunk], captions: Sequence[StoredChunk]) -> list[StoredChunk]:
+    """The passages holding the caption of a table or figure the question names ("what does Table 3 list for ...",
+    "the spectra of Figure 1"), right after the best candidate and scored as it is: the caption states what the
+    table or figure shows and its settings, where the question's other words may rank it anywhere."""
+    if not captions or not hits:
+        return hits
+    top = max(h.score or 0.0 for h in hits)
+    ids = {c.id for c in captions}
+    rest = [h for h in hits if h.id not in ids]
+    return [*rest[:1], *(c.model_copy(update={"score": top}) for c in captions), *rest[1:]]
+
+
 @register("postprocessor", "sections")
 def section_values(hits: Sequence[StoredChunk], prefer: Sequence[SectionCategory]) -> list[float]:
     """Each candidate's value: its score relative to the best, plus the preference for its section."""

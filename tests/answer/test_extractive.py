@@ -835,3 +835,22 @@ def test_the_caption_of_the_figure_the_question_names_states_its_setting() -> No
         return scorer.score(caption, qt, q, scorer.lexical(caption, q))
 
     assert caption_score(question) == pytest.approx(2.5 * caption_score(question.replace("(Fig. 3a)", "(Fig. 4)")))
+
+
+def test_settings_are_read_as_what_a_sentence_states_not_as_formula_debris() -> None:
+    """ "Figure 1: CMB spectra for ΩF = ΩB = 0.2, xF = xB = 63109, τ = 0.13." states its settings; the words
+    around them are judged, so bindings alone ("a = 1 b = 2 c = 3") are still debris."""
+    assert not is_debris("Figure 1: CMB spectrums for ΩF = ΩB = 0.2, xF = xB = 63109, τ = 0.13.")
+    assert not is_debris("For dimension d = 100 and rank r = 10, Figure 2 shows the squared error.")
+    assert is_debris("a = 1 b = 2 c = 3 d = 4")
+
+
+def test_a_sentence_binding_more_of_the_asked_terms_answers_first() -> None:
+    """An untyped question ("what matrix dimension and sparsity were used") is answered by the sentence that sets
+    both terms to values, over one that sets only one of them."""
+    text = (
+        "In the experiment the matrix dimension d = 100 is used. "
+        "For dimension d = 100 and sparsity s = 2171, Figure 1 shows the squared error as the rank varies."
+    )
+    question = "What matrix dimension and sparsity were used for the squared error experiment?"
+    assert "2171" in _first(extractive_answer(question, [_evidence([text])]))
