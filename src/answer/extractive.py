@@ -86,6 +86,12 @@ _LIMITATION = re.compile(
     r"|\bmay (?:not|be)\b|\bmight\b|\bgenerali[sz]",
     re.I,
 )
+# What a method gains: it allows, enables or saves something, needs less, does better.
+_ADVANTAGE = re.compile(
+    r"\b(?:allow|enabl|permit|sav|avoid|reduc|improv|outperform|advantage|benefit|efficien|simplif|speed)\w*"
+    r"|\b(?:less|fewer|lower|faster|cheaper|smaller|better|without (?:the )?need)\b",
+    re.I,
+)
 _PATTERNS = {
     Ask.DEFINITION: (_DEFINITION, 1.4),
     Ask.COMPARISON: (_COMPARISON, 1.3),
@@ -93,6 +99,7 @@ _PATTERNS = {
     Ask.PROCEDURE: (_PROCEDURE, 1.15),
     Ask.YESNO: (_YESNO, 1.15),
     Ask.LIMITATION: (_LIMITATION, 1.4),
+    Ask.ADVANTAGE: (_ADVANTAGE, 1.4),
 }
 _PREFIX = 5  # stems sharing this many leading letters are taken for relatives ("satisfied", "satisfaction")
 # The share of a neighbour's relevance a unit holding the asked kind of fact takes (half that from two away).

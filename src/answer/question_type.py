@@ -25,6 +25,7 @@ class Ask(StrEnum):
     PROCEDURE = "procedure"  # how something is done
     YESNO = "yesno"  # whether
     LIMITATION = "limitation"  # what a method cannot do, what its authors concede
+    ADVANTAGE = "advantage"  # what a method gains: what it allows, saves or does better
 
 
 # Nouns that name a measured quantity: "what accuracy", "which f-measure", "the error rate".
@@ -118,6 +119,9 @@ _EN_LIMITATION = re.compile(
     re.I,
 )
 _ZH_LIMITATION = re.compile(r"局限|不足|缺点|缺陷|弱点|限制|失败")
+# "what is its advantage", "the benefits of", "what does X gain": not "disadvantages" (a limitation)
+_EN_ADVANTAGE = re.compile(r"\badvantages?\b|\bbenefits?\b|\bstrengths?\b|\bwhat does [\w\s-]+ (?:gain|offer)\b", re.I)
+_ZH_ADVANTAGE = re.compile(r"优点|优势|好处|长处")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 # A part that asks something: a question word, a Chinese question word or particle, or a question mark.
 _ASKING = re.compile(
@@ -200,6 +204,7 @@ def _asks_of(text: str) -> set[Ask]:
         (Ask.PROCEDURE, _EN_PROCEDURE, _ZH_PROCEDURE),
         (Ask.YESNO, _EN_YESNO, _ZH_YESNO),
         (Ask.LIMITATION, _EN_LIMITATION, _ZH_LIMITATION),
+        (Ask.ADVANTAGE, _EN_ADVANTAGE, _ZH_ADVANTAGE),
     ]
     for ask, english, chinese in checks:
         if english.search(text) or chinese.search(text):
@@ -217,8 +222,8 @@ def _asks_of(text: str) -> set[Ask]:
             found.discard(Ask.ENTITY)
     if _EFFECT_ASKED.search(text):
         found.discard(Ask.PROCEDURE)  # "how does G-pooling change the mIoU" asks for the change, not a method
-    if Ask.LIMITATION in found:
-        found.discard(Ask.DEFINITION)  # "what are its limitations", "局限性是什么"
+    if found & {Ask.LIMITATION, Ask.ADVANTAGE}:
+        found.discard(Ask.DEFINITION)  # "what are its limitations", "局限性是什么", "what is its advantage"
     if Ask.DEFINITION in found and Ask.ENTITY in found and not re.search(r"\bwhich\b|哪", text, re.I):
         found.discard(Ask.ENTITY)  # "what is X?" asks what it is, not for another name
     return found

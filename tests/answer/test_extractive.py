@@ -126,6 +126,10 @@ def test_a_passage_read_for_one_question_answers_the_next_the_same() -> None:
         ("What input dimension N was used for the runs?", {Ask.NUMBER}),
         ("Which method A or B wins?", {Ask.ENTITY}),  # a label, not a symbol of a quantity
         ("论文的局限性是什么？", {Ask.LIMITATION}),
+        # what a method gains; a disadvantage is a limitation
+        ("What is the main advantage of the partitioned algorithm?", {Ask.ADVANTAGE}),
+        ("What are the disadvantages of the partitioned algorithm?", {Ask.LIMITATION}),
+        ("这个算法的优点是什么？", {Ask.ADVANTAGE}),
         (
             "What did the authors of 'Heart Failure Programmes: Why They Work' find?",
             set(),
@@ -854,3 +858,21 @@ def test_a_sentence_binding_more_of_the_asked_terms_answers_first() -> None:
     )
     question = "What matrix dimension and sparsity were used for the squared error experiment?"
     assert "2171" in _first(extractive_answer(question, [_evidence([text])]))
+
+
+def test_an_advantage_is_what_a_method_allows_or_saves() -> None:
+    """ "What is its advantage?": a sentence saying what the method allows or saves ("using much less memory") fits
+    what is asked, though it never says "advantage"; one describing where the method is written up does not."""
+    from paperscope.answer.extractive import _candidates, _query_terms, _Scorer
+
+    text = (
+        "The partitioned algorithm is described in Section 3 with its notation. "
+        "The partitioned algorithm allows fitting many models using much less memory than the plain algorithm."
+    )
+    question = "What is the advantage of the partitioned algorithm for fitting models?"
+    described, allows = _candidates([_evidence([text])])
+    scorer, asked = _Scorer([described, allows], question), question_type(question)
+    q = _query_terms(question)
+    assert asked.asks == {Ask.ADVANTAGE}
+    assert scorer.fit(allows, asked, q) > 1.0 > scorer.fit(described, asked, q)
+    assert "memory" in _first(extractive_answer(question, [_evidence([text])]))
