@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from query_bench import HashEmbedder  # noqa: E402
+from query_bench import HashEmbedder
 
-from paperscope.agent.searcher import Searcher  # noqa: E402
-from paperscope.rag.store import PaperStore  # noqa: E402
-from paperscope.settings_layers import load_settings  # noqa: E402
+from paperscope.agent.searcher import Searcher
+from paperscope.rag.store import PaperStore
+from paperscope.settings_layers import load_settings
 
 
 def peak_mb() -> float:
