@@ -75,18 +75,8 @@ class ReadsMixin(StoreBase):
         """Body chunks by doc_id and chunk_index, each paper's in order, read by their primary keys (a function of
         doc_id, kind and chunk_index: `chunk_row_id`), which Milvus Lite answers without scanning the collection."""
         keys = {chunk_row_id(d, "chunk", i): (d, i) for d, indexes in wanted.items() for i in indexes}
-        ids = list(keys)
-        rows: list[dict[str, Any]] = []
         with self._failing(what, next(iter(wanted)) if len(wanted) == 1 else None):
-            for start in range(0, len(ids), POINT_READ):
-                part = ids[start : start + POINT_READ]
-                rows += self._client.query(
-                    self.chunks_name,
-                    filter=key_in("id", part),
-                    output_fields=CHUNK_OUT,
-                    limit=len(part),
-                    consistency_level=CONSISTENCY,
-                )
+            rows = self._chunk_rows(list(keys), CHUNK_OUT)
         out: dict[str, list[StoredChunk]] = {d: [] for d in wanted}
         for r in rows:
             key = keys.get(int(r["id"]))
@@ -102,19 +92,26 @@ class ReadsMixin(StoreBase):
         wanted = {c.id: c for c in chunks if c.vector is None}
         if not wanted:
             return
-        ids = list(wanted)
         with self._failing("reading chunk vectors"):
-            for start in range(0, len(ids), POINT_READ):
-                part = ids[start : start + POINT_READ]
-                for row in self._client.query(
-                    self.chunks_name,
-                    filter=key_in("id", part),
-                    output_fields=["id", "vector"],
-                    limit=len(part),
-                    consistency_level=CONSISTENCY,
-                ):
-                    if (chunk := wanted.get(int(row["id"]))) is not None:
-                        chunk.vector = [float(x) for x in row["vector"]]
+            rows = self._chunk_rows(list(wanted), ["id", "vector"])
+        for row in rows:
+            if (chunk := wanted.get(int(row["id"]))) is not None:
+                chunk.vector = [float(x) for x in row["vector"]]
+
+    def _chunk_rows(self, ids: Sequence[int], fields: list[str]) -> list[dict[str, Any]]:
+        """The chunk rows of these primary keys (`fields` of each), `POINT_READ` keys a query: Milvus Lite answers
+        `id in [...]` from its key index without scanning the collection."""
+        rows: list[dict[str, Any]] = []
+        for start in range(0, len(ids), POINT_READ):
+            part = ids[start : start + POINT_READ]
+            rows += self._client.query(
+                self.chunks_name,
+                filter=key_in("id", part),
+                output_fields=fields,
+                limit=len(part),
+                consistency_level=CONSISTENCY,
+            )
+        return rows
 
     def get_section(self, doc_id: str, category: SectionCategory | str | int, max_tokens: int) -> list[StoredChunk]:
         """A ready paper's body chunks of one category, in order, until `max_tokens` (embedder tokens of `text`).
