@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...config import Settings
 from ...errors import PaperscopeError, StoreError
@@ -37,6 +36,9 @@ from ..embeddings import Embedder
 from ..filters import SearchFilter, and_exprs, quote_string, string_in
 from .milvus import MilvusClient
 from .records import STATUS_READY, StoredChunk
+
+if TYPE_CHECKING:
+    from .catalogue import Catalogue
 
 # Strong consistency on purpose: ingest writes a paper and immediately reads it back (stale-row
 # cleanup, the ready flip, tests, the CLI's "ingest then ask"); Bounded would let those reads miss
@@ -51,17 +53,9 @@ def key_in(field: str, values: Sequence[str] | Sequence[int]) -> str:
     return f"{field} in [{', '.join(str(int(v)) if isinstance(v, int) else quote_string(v) for v in values)}]"
 
 
-@dataclass(frozen=True)
-class Readiness:
-    """Which papers of one knowledge base were ready, as a pinned catalogue read them (see `PaperStore.pinned`)."""
-
-    key: tuple[str, str]  # (uri, kb)
-    ready: frozenset[str]
-    waiting: tuple[str, ...]  # catalogue rows that are not ready
-
-
-# The readiness pinned in this thread or task, if any (per context, so threads never share it).
-PINNED_READINESS: ContextVar[Readiness | None] = ContextVar("paperscope_readiness", default=None)
+# ((uri, kb), catalogue) pinned in this thread or task by `PaperStore.pinned` (catalogue.py), if any: per
+# context, so threads never share it.
+PINNED: ContextVar[tuple[tuple[str, str], Catalogue] | None] = ContextVar("paperscope_catalogue", default=None)
 
 
 class StoreBase:
@@ -137,14 +131,15 @@ class StoreBase:
 
     # --- readiness -------------------------------------------------------------------------------
 
-    def _pinned_readiness(self) -> Readiness | None:
-        held = PINNED_READINESS.get()
-        return held if held is not None and held.key == (self.uri, self.kb) else None
+    def _pinned(self) -> Catalogue | None:
+        """The catalogue `PaperStore.pinned` holds for this knowledge base in this thread or task, if any."""
+        held = PINNED.get()
+        return held[1] if held is not None and held[0] == (self.uri, self.kb) else None
 
     def _not_ready(self) -> list[str]:
         """doc_ids of papers that are not ready (being ingested, deleted, or left by a crash)."""
-        if (held := self._pinned_readiness()) is not None:
-            return list(held.waiting)
+        if (held := self._pinned()) is not None:
+            return [p.doc_id for p in held.waiting]
         rows = self._client.query(
             self.papers_name,
             filter=f"status != {quote_string(STATUS_READY)}",
@@ -159,8 +154,9 @@ class StoreBase:
         `doc_id in [...]` alone from its key index, where any other filter scans every row)."""
         if not doc_ids:
             return set()
-        if (held := self._pinned_readiness()) is not None:
-            return {d for d in doc_ids if d in held.ready}  # a paper without a catalogue row is never ready
+        if (held := self._pinned()) is not None:
+            # A paper without a catalogue row is never ready.
+            return {d for d in doc_ids if (p := held.by_id.get(d)) is not None and p.ready}
         rows = self._client.query(
             self.papers_name,
             filter=key_in("doc_id", sorted(set(doc_ids))),

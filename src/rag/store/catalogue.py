@@ -25,10 +25,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 
-from .base import CONSISTENCY, PINNED_READINESS, Readiness
+from .base import CONSISTENCY, PINNED
 from .reads import ReadsMixin
 from .records import PaperRecord
 from .schema import PROP_CATALOGUE, new_version
@@ -36,8 +35,6 @@ from .schema import PROP_CATALOGUE, new_version
 # (uri, kb) -> the catalogue last read in this process; shared by every PaperStore of that knowledge base.
 _CACHE: dict[tuple[str, str], Catalogue] = {}
 _CACHE_LOCK = threading.Lock()
-# ((uri, kb), catalogue) pinned in this thread or task by `pinned()`, if any.
-_PINNED: ContextVar[tuple[tuple[str, str], Catalogue] | None] = ContextVar("paperscope_catalogue", default=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,23 +97,11 @@ class CatalogueMixin(ReadsMixin):
             yield held
             return
         catalogue = self.catalogue()
-        token = _PINNED.set(((self.uri, self.kb), catalogue))
-        ready = PINNED_READINESS.set(
-            Readiness(
-                (self.uri, self.kb),
-                frozenset(p.doc_id for p in catalogue.ready),
-                tuple(p.doc_id for p in catalogue.papers if not p.ready),
-            )
-        )
+        token = PINNED.set(((self.uri, self.kb), catalogue))
         try:
             yield catalogue
         finally:
-            PINNED_READINESS.reset(ready)
-            _PINNED.reset(token)
-
-    def _pinned(self) -> Catalogue | None:
-        held = _PINNED.get()
-        return held[1] if held is not None and held[0] == (self.uri, self.kb) else None
+            PINNED.reset(token)
 
     def _catalogue_version(self) -> tuple[str, int]:
         """(token, rows): the token the last write through a PaperStore left, and the number of catalogue rows."""
