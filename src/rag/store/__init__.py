@@ -28,6 +28,7 @@ from .records import (
     STATUS_BROKEN,
     STATUS_INGESTING,
     STATUS_READY,
+    Catalogue,
     PaperAlias,
     PaperRecord,
     Status,
@@ -39,7 +40,6 @@ from .records import (
 
 if TYPE_CHECKING:
     from .base import CONSISTENCY, QUERY_WINDOW
-    from .catalogue import Catalogue
     from .connection import knowledge_bases, lite_damage, lite_problem, peek_client
     from .paper_store import PaperStore
     from .schema import CHUNK_FIELDS, PAPER_FIELDS, PROP_DIM, PROP_EMBEDDER, PROP_SCHEMA, SCHEMA_VERSION
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 # that only reads an answer through a running server, or the records of one, never loads it.
 _LAZY = {
     **dict.fromkeys(("CONSISTENCY", "QUERY_WINDOW"), ".base"),
-    "Catalogue": ".catalogue",
     **dict.fromkeys(("knowledge_bases", "lite_damage", "lite_problem", "peek_client"), ".connection"),
     "PaperStore": ".paper_store",
     **dict.fromkeys(

@@ -28,17 +28,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...config import Settings
 from ...errors import PaperscopeError, StoreError
 from ..embeddings import Embedder
 from ..filters import SearchFilter, and_exprs, quote_string, string_in
 from .milvus import MilvusClient
-from .records import STATUS_READY, StoredChunk
-
-if TYPE_CHECKING:
-    from .catalogue import Catalogue
+from .records import STATUS_READY, Catalogue, StoredChunk
 
 # Strong consistency on purpose: ingest writes a paper and immediately reads it back (stale-row
 # cleanup, the ready flip, tests, the CLI's "ingest then ask"); Bounded would let those reads miss

@@ -25,39 +25,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from .base import CONSISTENCY, PINNED
 from .reads import ReadsMixin
-from .records import PaperRecord
+from .records import Catalogue
 from .schema import PROP_CATALOGUE, new_version
 
 # (uri, kb) -> the catalogue last read in this process; shared by every PaperStore of that knowledge base.
 _CACHE: dict[tuple[str, str], Catalogue] = {}
 _CACHE_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True, eq=False)
-class Catalogue:
-    """The papers of a knowledge base (brief rows, ready or not, ordered by title) at one version.
-
-    Immutable: what is derived from it (the paper locator, an agent's paper list) can be cached against the
-    object itself and is rebuilt when `PaperStore.catalogue()` returns another one.
-    """
-
-    version: tuple[str, int]
-    papers: tuple[PaperRecord, ...]
-    by_id: dict[str, PaperRecord] = field(init=False, repr=False)
-    ready: tuple[PaperRecord, ...] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "by_id", {p.doc_id: p for p in self.papers})
-        object.__setattr__(self, "ready", tuple(p for p in self.papers if p.ready))
-
-    @property
-    def waiting(self) -> list[PaperRecord]:
-        """Papers that are not ready (an interrupted ingest, a paper being removed, a broken one)."""
-        return [p for p in self.papers if not p.ready]
 
 
 class CatalogueMixin(ReadsMixin):

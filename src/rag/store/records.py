@@ -1,4 +1,4 @@
-"""What the store hands back and how Milvus rows become it: StoredChunk, PaperRecord, PaperAlias.
+"""What the store hands back and how Milvus rows become it: StoredChunk, PaperRecord, PaperAlias, Catalogue.
 
 Also what rows must fit: the VARCHAR byte limits (texts are clipped to them, or refused when cutting
 would lose what a chunk says), small-int columns, and the deterministic chunk row ids.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -232,3 +233,26 @@ def small_int(value: int | None, bits: int) -> int:
     """Clamp to a signed INTn column (0 for None)."""
     top = (1 << (bits - 1)) - 1
     return max(-top - 1, min(top, int(value or 0)))
+
+
+@dataclass(frozen=True, eq=False)
+class Catalogue:
+    """The papers of a knowledge base (brief rows, ready or not, ordered by title) at one version.
+
+    Immutable: what is derived from it (the paper locator, an agent's paper list) can be cached against the
+    object itself and is rebuilt when `PaperStore.catalogue()` returns another one.
+    """
+
+    version: tuple[str, int]
+    papers: tuple[PaperRecord, ...]
+    by_id: dict[str, PaperRecord] = field(init=False, repr=False)
+    ready: tuple[PaperRecord, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_id", {p.doc_id: p for p in self.papers})
+        object.__setattr__(self, "ready", tuple(p for p in self.papers if p.ready))
+
+    @property
+    def waiting(self) -> list[PaperRecord]:
+        """Papers that are not ready (an interrupted ingest, a paper being removed, a broken one)."""
+        return [p for p in self.papers if not p.ready]
