@@ -169,7 +169,7 @@ def _candidates(evidence: list[Evidence]) -> list[_Candidate]:
         for chunk in ev.chunks:
             section = frozenset(terms(chunk.section_title))
             for unit, counted, words, start, end in _read(chunk.text):
-                hit = chunk.chunk_index in ev.hits
+                hit = chunk.chunk_index in ev.hits and not ev.read
                 out.append(_Candidate(unit, n, hit, counted, title, words, section, chunk, start, end))
     return out
 
@@ -177,13 +177,17 @@ def _candidates(evidence: list[Evidence]) -> list[_Candidate]:
 class _Scorer:
     """BM25 over the evidence's own units, weighed by the kind of fact asked for."""
 
-    def __init__(self, candidates: list[_Candidate], query: str) -> None:
+    def __init__(self, candidates: list[_Candidate], query: str, weighed: list[_Candidate] | None = None) -> None:
+        """`weighed`: the units whose word statistics weigh the question's words (all `candidates` by default);
+        evidence read whole (an Abstract) adds units to score without changing how the others are weighed."""
         self.candidates = candidates
-        self.df = Counter(t for c in candidates for t in c.terms)
-        self.avg_len = sum(sum(c.terms.values()) for c in candidates) / len(candidates) or 1.0
+        weighed = weighed or candidates
+        self.n_weighed = len(weighed)
+        self.df = Counter(t for c in weighed for t in c.terms)
+        self.avg_len = sum(sum(c.terms.values()) for c in weighed) / len(weighed) or 1.0
         self.query_numbers = {q for _, q in quantities(query)}
         self.given = EvidenceIndex.of([query])  # the figures the question states itself: given, not answers
-        self.codes = _codes(query, candidates)
+        self.codes = _codes(query, weighed)
         # "What X ...?" names the measure it asks for; "how large / how good / how many" may be answered by a count.
         self.measure_named = bool(_WHAT.search(query)) and not _HOW.search(query)
         self.tables = _named_tables(query)
@@ -223,7 +227,7 @@ class _Scorer:
                     continue
             # Present or not: in one sentence a word said twice is wording, not twice the relevance (a sentence
             # that repeats the question's noun outranked the one stating the asked figure once).
-            w = weight * math.log(1 + len(self.candidates) / self.df[match]) * 2.2 / (1 + norm)
+            w = weight * math.log(1 + self.n_weighed / max(1, self.df[match])) * 2.2 / (1 + norm)
             if t in c.title_terms:
                 w *= 0.35  # it names the paper, not the answer
             if t in covered:
@@ -232,7 +236,7 @@ class _Scorer:
         # The heading of the unit's section counts too, at half weight: a question on limitations finds the
         # sentences of a "Limitations" section even where they do not repeat the word.
         for t in set(q) & c.section_terms - c.title_terms - covered:
-            total += 0.5 * math.log(1 + len(self.candidates) / max(1, self.df[t]))
+            total += 0.5 * math.log(1 + self.n_weighed / max(1, self.df[t]))
         return total
 
     def fit(self, c: _Candidate, qt: QuestionType, q: list[str]) -> float:
@@ -518,13 +522,17 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
         return []
     qt = question_type(query)
     q = _query_terms(query)
-    scorer = _Scorer(candidates, query)
+    # Evidence read whole (the paper's Abstract) supports: the answer is led by what the search found for the question.
+    supporting = frozenset(i for i, c in enumerate(candidates) if evidence[c.n - 1].read)
+    found = [c for i, c in enumerate(candidates) if i not in supporting]
+    scorer = _Scorer(candidates, query, weighed=found)
     scores = scorer.scores(qt, q)
     ranked = sorted(scores, key=lambda i: (-scores[i], candidates[i].n, i))
     if scores[ranked[0]] == 0:
         # Nothing shares a word with the query: the hits' own sentences, in order.
         ranked = [i for i in range(len(candidates)) if candidates[i].in_hit] or list(range(len(candidates)))
 
+    lead = next((i for i in ranked if i not in supporting), ranked[0])
     picked: list[tuple[list[int], bool]] = []  # each line quotes a run of consecutive units; does it answer?
     used: Counter[int] = Counter()
     seen: set[int] = set()
@@ -543,13 +551,13 @@ def extract(query: str, evidence: list[Evidence], max_sentences: int = 6, per_so
     # Each part of the question read alone (its kind of fact, its words, every unit's score for it), once: for the
     # passage that answers several parts and for each part's own best unit.
     parts = _parts_alone(qt, scorer) if scores[ranked[0]] > 0 else []
-    run = _covering_run(parts, candidates, ranked[0])
+    run = _covering_run(parts, candidates, lead, supporting)
     if run:
         picked.append((run, True))  # a passage that answers several parts of the question leads
         seen.update(run)
         used[candidates[run[0]].n] += 1
     else:
-        take(ranked[0], answering=True)
+        take(lead, answering=True)
     # Each part of the question gets its own best unit (the best overall often answers one of them).
     for pt, pq, alone in parts:
         if len(picked) >= _ANSWERS:
@@ -593,7 +601,10 @@ def _parts_alone(qt: QuestionType, scorer: _Scorer) -> list[tuple[QuestionType, 
 
 
 def _covering_run(
-    parts: list[tuple[QuestionType, list[str], dict[int, float]]], candidates: list[_Candidate], best: int
+    parts: list[tuple[QuestionType, list[str], dict[int, float]]],
+    candidates: list[_Candidate],
+    best: int,
+    supporting: frozenset[int] = frozenset(),
 ) -> list[int]:
     """The run of two or three consecutive sentences of one chunk that answers more of the question's `parts`
     than the best unit alone (each part's best score within the run, relative to that part's best anywhere, summed
@@ -615,6 +626,8 @@ def _covering_run(
             run = list(range(i, i + size))
             if run[-1] >= len(candidates) or any(candidates[j].unit.row is not None for j in run):
                 continue  # a table row stands alone
+            if supporting.intersection(run):
+                continue  # evidence read whole supports, never leads
             if len({id(candidates[j].chunk) for j in run}) > 1:
                 continue  # one span of one chunk
             if (covered := answered(run)) > most + _COVER_GAIN * (size - 1):

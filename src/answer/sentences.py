@@ -335,11 +335,16 @@ def trim_debris(sentence: str) -> str:
     cells run into it ("... with other Baseline CoT Finetuned CoT 8-shot T5 XXL 3 0.00 0.00 94.8"), when the
     prose before it says something on its own; the sentence unchanged when it has no such tail."""
     tokens = sentence.split(" ")
-    run = 0
+    run = ticks = 0
     for i, token in enumerate(tokens):
         run = run + 1 if _symbolic(token) else 0
         if run == 3 and not _prose_follows(tokens[i + 1 :]):
             return _cut(sentence, tokens, i - 2)
+        ticks = ticks + 1 if _TICK.fullmatch(token) else 0
+        if ticks == _TICK_RUN:
+            # A figure's axis run into the sentence ("by Subframe index 1 2 3 4 5 6 7 8 9 Detected UE list 16 0"):
+            # prose lists its numbers with commas and words, an axis prints them bare, one after another.
+            return _cut(sentence, tokens, i - _TICK_RUN + 1)
     # Table cells: eight or more tokens at the end none of which is a lower-case word, three of them numbers.
     k = len(tokens)
     while k > 0 and not _prose(tokens[k - 1]):
@@ -348,6 +353,10 @@ def trim_debris(sentence: str) -> str:
     if len(tail) >= _CELL_RUN and sum(1 for t in tail if re.search(r"\d", t)) >= 3 and not _settings(tail):
         return _cut(sentence, tokens, k)
     return sentence
+
+
+_TICK = re.compile(r"[-−]?\d+(?:\.\d+)?")  # a bare number: no unit, no comma, no bracket
+_TICK_RUN = 5
 
 
 # One setting of a list of them: "N = 500,", "η=0.05", "v∗= 4)"; _SETTINGS: a whole one, names and value

@@ -37,6 +37,11 @@ class Evidence(BaseModel):
     hits: list[int] = Field(min_length=1, description="chunk_index of the retrieved hits in the span, in rank order.")
     score: float = Field(description="Highest score among the hits (0.0 when the hits carry none).")
     rank: int = Field(ge=0, description="Best rank of the span's hits among the input hits, 0-based.")
+    read: bool = Field(
+        False,
+        description="Read whole for the answer (its paper's Abstract), not found by the search: its hit is its first "
+        "chunk, and it supports an extracted answer without leading it.",
+    )
 
     @classmethod
     def single(cls, chunk: StoredChunk, rank: int) -> Evidence:
@@ -371,6 +376,25 @@ def introductions(store: PaperStore, doc_ids: Sequence[str], max_tokens: int = 5
     return {d: found.get(d, []) for d in doc_ids}
 
 
+def _abstract(store: PaperStore, doc_id: str, evidence: list[Evidence], max_tokens: int) -> list[Evidence]:
+    """The paper's Abstract as one `read` evidence, without the chunks `evidence` already holds; [] when none is
+    left (or the paper has no Abstract)."""
+    held = {c.chunk_index for e in evidence for c in e.chunks}
+    chunks = store.get_sections([doc_id], SectionCategory.ABSTRACT, max(1, max_tokens)).get(doc_id, [])
+    run: list[StoredChunk] = []
+    for c in chunks:  # the first contiguous run of the Abstract's chunks that no evidence holds
+        if c.chunk_index in held or (run and c.chunk_index != run[-1].chunk_index + 1):
+            if run:
+                break
+            continue
+        run.append(c)
+    if not run:
+        return []
+    first = run[0]
+    return [Evidence(doc_id=doc_id, title=first.title, year=first.year, chunks=run, hits=[first.chunk_index],
+                     score=0.0, rank=len(evidence), read=True)]  # fmt: skip
+
+
 def assemble(
     store: PaperStore,
     hits: Sequence[StoredChunk],
@@ -379,14 +403,16 @@ def assemble(
     token_budget: int = 1500,
     intro_tokens: int = 500,
     with_introduction: bool = True,
+    with_abstract: bool = False,
     max_papers: int | None = None,
     query: str = "",
 ) -> list[PaperContext]:
     """Hits -> per-paper context: expanded evidence grouped by paper, papers in order of their best hit.
 
     `token_budget` bounds the evidence only (see `expand_windows`); each paper's Introduction adds up to
-    `intro_tokens` more, without the chunks already inside its evidence. `max_papers` keeps the papers of
-    the best-ranked hits before expanding, so the budget is not spent on papers that are then dropped.
+    `intro_tokens` more, without the chunks already inside its evidence. `with_abstract` adds the first paper's
+    Abstract (up to `intro_tokens`) as its last evidence, `read`, when no evidence holds it. `max_papers` keeps the
+    papers of the best-ranked hits before expanding, so the budget is not spent on papers that are then dropped.
     """
     papers: set[str] | None = None
     if max_papers is not None:
@@ -402,6 +428,9 @@ def assemble(
         grouped.setdefault(e.doc_id, []).append(e)
     out: list[PaperContext] = []
     intros = introductions(store, list(grouped), intro_tokens) if with_introduction and grouped else {}
+    if with_abstract and grouped:
+        first_paper = next(iter(grouped))
+        grouped[first_paper] += _abstract(store, first_paper, grouped[first_paper], intro_tokens)
     for doc_id, evidence in grouped.items():
         intro: list[StoredChunk] = []
         if with_introduction:

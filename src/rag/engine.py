@@ -352,10 +352,13 @@ class Engine:
         tokens = max_tokens or max(1, self.settings.retrieval.intro_tokens)
         return introduction(self.store, validate_doc_id(doc_id), tokens)
 
-    def context(self, retrieval: Retrieval, *, introductions: bool = True) -> tuple[str, list[Evidence]]:
+    def context(
+        self, retrieval: Retrieval, *, introductions: bool = True, abstract: bool = False
+    ) -> tuple[str, list[Evidence]]:
         """The evidence of a retrieval as an answer reads it: windows, Introductions, numbered [1], [2], ...;
         the window operator joins the retrieval's `operators`. `introductions=False` leaves the papers'
-        Introductions out of the text (an extracted answer quotes the evidence only)."""
+        Introductions out of the text (an extracted answer quotes the evidence only); `abstract=True` adds the
+        first paper's Abstract as its last evidence when no evidence holds it (`assemble`)."""
         r = self.settings.retrieval
         log = RunLog()
         with log.run("postprocessor", "window", window=r.window, token_budget=r.token_budget) as info:
@@ -366,6 +369,7 @@ class Engine:
                 token_budget=r.token_budget,
                 intro_tokens=r.intro_tokens,
                 with_introduction=introductions and r.intro_tokens > 0,
+                with_abstract=abstract,
                 query=translate(retrieval.query),
             )
             text, evidence = format_context(papers)

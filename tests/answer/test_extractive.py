@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from paperscope.answer.extractive import _read, extractive_answer, quantities, strip_references
+from paperscope.answer.extractive import (
+    _candidates,
+    _query_terms,
+    _read,
+    _Scorer,
+    extract,
+    extractive_answer,
+    quantities,
+    strip_references,
+)
 from paperscope.answer.question_type import Ask, question_type
 from paperscope.answer.sentences import is_debris, split_sentences, table_row, trim_debris, units
 from paperscope.answer.words import terms
@@ -277,6 +286,49 @@ def test_debris_is_never_quoted_even_when_it_matches_the_question() -> None:
     answer = extractive_answer("What learning rate is used?", evidence)
     assert _first(answer) == "- We set the learning rate to 0.2 for all experiments with sigmoidal networks. [1]"
     assert "≡" not in answer
+
+
+def test_a_figures_axis_run_into_a_sentence_is_cut() -> None:
+    sentence = (
+        "We, therefore, design a validation scheme by tracking the count of each identifier Subframe index "
+        "1 2 3 4 5 6 7 8 9 Detected UE list 16 0 C-RNTI Count Last active C-RNTI 432 200"
+    )
+    assert trim_debris(sentence) == (
+        "We, therefore, design a validation scheme by tracking the count of each identifier Subframe index …"
+    )
+    listed = "The model was trained for 1, 2, 4 and 8 epochs with batch sizes 16 32 64 128 in turn."
+    assert trim_debris(listed) == listed  # four bare numbers: a list a sentence may print
+
+
+def test_an_abstract_read_whole_supports_but_never_leads() -> None:
+    found = _evidence(
+        [
+            "The gap is especially large when k is small (78.4% vs. 59.1% for top-20 accuracy).",
+            "Adding more training examples further improves the retrieval accuracy.",
+        ]
+    )
+    abstract = Evidence(
+        doc_id="d" * 8,
+        title="FlashRank",
+        year=2023,
+        chunks=[_chunk("Our dense retriever outperforms BM25 by 9%-19% absolute in top-20 retrieval accuracy.", 7)],
+        hits=[7],
+        score=0.0,
+        rank=1,
+        read=True,
+    )
+    question = "By how much does the dense retriever outperform BM25 in top-20 retrieval accuracy?"
+    alone = extract(question, [found])
+    picks = extract(question, [found, abstract])
+    assert picks[0].text == alone[0].text and picks[0].n == 1  # the search's evidence leads
+    assert any(p.n == 2 and "9%-19%" in p.text for p in picks)  # the Abstract's figure is in the answer
+    # Read evidence adds lines to score; it does not change how the found ones are weighed.
+    both, only = _candidates([found, abstract]), _candidates([found])
+    q = _query_terms(question)
+    weighed = _Scorer(both, question, weighed=both[: len(only)])
+    unweighed, own = _Scorer(both, question), _Scorer(only, question)
+    assert [weighed.lexical(c, q) for c in both[: len(only)]] == [own.lexical(c, q) for c in only]
+    assert [unweighed.lexical(c, q) for c in both[: len(only)]] != [own.lexical(c, q) for c in only]
 
 
 # --- table rows -------------------------------------------------------------------------------------

@@ -471,6 +471,23 @@ def test_assemble_groups_by_paper_and_attaches_introductions(store: PaperStore) 
     assert all(c.doc_id == doc_id("kelp") for c in kelp.introduction)
 
 
+def test_assemble_adds_the_first_papers_abstract_as_read_evidence(store: PaperStore) -> None:
+    hits = [hit(store, "bees", 7), hit(store, "kelp", 9)]
+    bees, kelp = assemble(store, hits, window=0, with_abstract=True)
+    # The first paper's Abstract (chunk 0) joins its evidence last, read rather than found; the second paper's not.
+    assert spans(bees.evidence) == [("bees", 7, 7, [7]), ("bees", 0, 0, [0])]
+    assert [e.read for e in bees.evidence] == [False, True]
+    assert bees.evidence[1].chunks[0].section_category == SectionCategory.ABSTRACT
+    assert [e.read for e in kelp.evidence] == [False]
+    # Evidence that holds the Abstract already is not given it twice.
+    [bees] = assemble(store, [hit(store, "bees", 1)], window=1, with_abstract=True)
+    assert spans(bees.evidence) == [("bees", 0, 2, [1])] and not bees.evidence[0].read
+    # A paper without an Abstract gets nothing.
+    [notes] = assemble(store, [hit(store, "notes", 0)], window=0, with_abstract=True)
+    assert [e.read for e in notes.evidence] == [False]
+    assert all(not e.read for p in assemble(store, hits) for e in p.evidence)  # off by default
+
+
 def test_assemble_options(store: PaperStore) -> None:
     hits = [hit(store, "dunes", 3), hit(store, "notes", 0), hit(store, "kelp", 6)]
     [dunes, notes, _] = assemble(store, hits)
