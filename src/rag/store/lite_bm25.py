@@ -64,8 +64,14 @@ class CompactBM25(SparseInvertedIndex):  # type: ignore[misc,valid-type]
         tfs = np.fromiter(itertools.chain.from_iterable(sv.values() for sv in kept), np.float32, count=total)
         rows = np.repeat(np.arange(n, dtype=np.int32), sizes)
         order = np.argsort(terms, kind="stable")  # stable: a term's rows stay ascending, as Lite appends them
-        self._rows, self._tfs, terms = rows[order], tfs[order], terms[order]
-        del rows, tfs, order  # a 100,000-chunk library builds a segment of up to 100,000 rows: keep the peak low
+        # One array permuted at a time, its original dropped at once: a segment holds up to 100,000 rows (millions
+        # of postings), and this runs beside Lite's own decoded rows, so the peak is what a large library pays.
+        self._rows = rows[order]
+        del rows
+        self._tfs = tfs[order]
+        del tfs
+        terms = terms[order]
+        del order
         firsts = np.concatenate(([0], np.flatnonzero(np.diff(terms)) + 1)) if total else np.zeros(0, dtype=np.int64)
         self._terms = terms[firsts].astype(np.int64)
         self._starts = np.append(firsts, total).astype(np.int64)
