@@ -59,6 +59,8 @@ class Library:
         found = peek_kb_settings(self.settings)  # before any store is open: it decides the embedder
         default = self._open(self.default_kb, found, create=True)
         default.store.embedder.embed_query("paperscope")  # load the model now, not in the first question
+        # Milvus Lite builds its BM25 index at a library's first search (about 4 s at 100,000 chunks): now, too.
+        default.store.search_bm25("paperscope", k=1)
 
     @property
     def home(self) -> Path:
