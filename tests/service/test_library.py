@@ -12,9 +12,7 @@ from paperscope.service.library import Library
 from paperscope.settings_layers import load_layers
 
 
-def test_the_library_searches_once_before_the_first_question(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_library_searches_once_before_the_first_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Milvus Lite builds its BM25 index at the first BM25 search: the server pays for it at start, not a user.
     monkeypatch.setenv("PAPERSCOPE_HOME", str(tmp_path))
     searched: list[str] = []
