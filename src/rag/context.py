@@ -411,7 +411,8 @@ def assemble(
 
     `token_budget` bounds the evidence only (see `expand_windows`); each paper's Introduction adds up to
     `intro_tokens` more, without the chunks already inside its evidence. `with_abstract` adds the first paper's
-    Abstract (up to `intro_tokens`) as its last evidence, `read`, when no evidence holds it. `max_papers` keeps the
+    Abstract (up to `intro_tokens`) as its last evidence, `read`, when no evidence holds it and the evidence is
+    fewer than the hits. `max_papers` keeps the
     papers of the best-ranked hits before expanding, so the budget is not spent on papers that are then dropped.
     """
     papers: set[str] | None = None
@@ -428,7 +429,8 @@ def assemble(
         grouped.setdefault(e.doc_id, []).append(e)
     out: list[PaperContext] = []
     intros = introductions(store, list(grouped), intro_tokens) if with_introduction and grouped else {}
-    if with_abstract and grouped:
+    if with_abstract and grouped and sum(len(e) for e in grouped.values()) < len(hits):
+        # A place the hits left free (several merged into one window): an answer never has more sources than hits.
         first_paper = next(iter(grouped))
         grouped[first_paper] += _abstract(store, first_paper, grouped[first_paper], intro_tokens)
     for doc_id, evidence in grouped.items():

@@ -472,10 +472,11 @@ def test_assemble_groups_by_paper_and_attaches_introductions(store: PaperStore) 
 
 
 def test_assemble_adds_the_first_papers_abstract_as_read_evidence(store: PaperStore) -> None:
-    hits = [hit(store, "bees", 7), hit(store, "kelp", 9)]
+    hits = [hit(store, "bees", 7), hit(store, "bees", 6), hit(store, "kelp", 9)]
     bees, kelp = assemble(store, hits, window=0, with_abstract=True)
-    # The first paper's Abstract (chunk 0) joins its evidence last, read rather than found; the second paper's not.
-    assert spans(bees.evidence) == [("bees", 7, 7, [7]), ("bees", 0, 0, [0])]
+    # The first paper's Abstract (chunk 0) joins its evidence last, read rather than found, in the place the two
+    # touching hits left free; the second paper's does not.
+    assert spans(bees.evidence) == [("bees", 6, 7, [7, 6]), ("bees", 0, 0, [0])]
     assert [e.read for e in bees.evidence] == [False, True]
     assert bees.evidence[1].chunks[0].section_category == SectionCategory.ABSTRACT
     assert [e.read for e in kelp.evidence] == [False]
@@ -486,6 +487,9 @@ def test_assemble_adds_the_first_papers_abstract_as_read_evidence(store: PaperSt
     [notes] = assemble(store, [hit(store, "notes", 0)], window=0, with_abstract=True)
     assert [e.read for e in notes.evidence] == [False]
     assert all(not e.read for p in assemble(store, hits) for e in p.evidence)  # off by default
+    # As many windows as hits: no place is free, and an answer never has more sources than hits.
+    apart = assemble(store, [hit(store, "bees", 7), hit(store, "kelp", 9)], window=0, with_abstract=True)
+    assert [e.read for p in apart for e in p.evidence] == [False, False]
 
 
 def test_assemble_options(store: PaperStore) -> None:
