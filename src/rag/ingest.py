@@ -53,6 +53,7 @@ from ..sources.models import LibraryItem, PaperMeta
 from .chunking import Chunk, ChunkOptions, chunk_paper
 from .embeddings import Embedder
 from .enrich import Cost, EnrichedPaper, Enricher
+from .parse_ahead import ParseAhead
 from .paths import escape_path, unescape_path
 from .store import PaperRecord, PaperStore, clipped
 
@@ -311,13 +312,14 @@ def parse_limits(settings: Settings) -> ParseLimits:
 
 
 def prepare(
-    path: Path, settings: Settings, embedder: Embedder, meta: PaperMeta | None = None
+    path: Path, settings: Settings, embedder: Embedder, meta: PaperMeta | None = None, parsed: Paper | None = None
 ) -> tuple[Paper, list[Chunk]]:
-    """Parse (in the parsing worker, within `parsing.*`) and chunk one file as ingest does, with its library's
-    title, authors, year and ids where `meta` has them; ParseError when nothing is left to index."""
+    """Parse (in the parsing worker, within `parsing.*`; or take `parsed`, the file read ahead) and chunk one file
+    as ingest does, with its library's title, authors, year and ids where `meta` has them; ParseError when nothing
+    is left to index."""
     from ..parser.bounded import parse_bounded
 
-    paper = with_library(parse_bounded(path, parse_limits(settings)), meta)
+    paper = with_library(parsed or parse_bounded(path, parse_limits(settings)), meta)
     options = ChunkOptions(**settings.chunking.model_dump(exclude={"strategy"}), embed=embedder.embed_documents)
     chunks = chunk_paper(paper, embedder.token_counter, settings.chunking.strategy, options)
     if not any(c.kind == "chunk" for c in chunks):
@@ -409,11 +411,14 @@ def ingest(
         )
 
     current: Path | None = None
+    ahead = _parse_ahead(settings, store, force, plan)
     try:
         damaged = _damaged(store) if repair else {}
-        job = _Job(settings, store, progress, enricher, plan)
-        for current in files:
+        job = _Job(settings, store, progress, enricher, plan, ahead)
+        for i, current in enumerate(files):
+            ahead.queue(files[i + 1] if i + 1 < len(files) else None)
             report_files.append(_ingest_file(current, job, force, damaged, metas.get(current)))
+        ahead.queue(None)
         if sync is not None:
             held = {
                 metas[Path(unescape_path(f.path))].item_key: f.doc_id for f in report_files if _holds_item(f, metas)
@@ -431,6 +436,7 @@ def ingest(
     except KeyboardInterrupt as exc:
         raise IngestInterrupted(report(), escape_path(current) if current else None) from exc
     finally:
+        ahead.close()
         if own:
             store.close()
         else:
@@ -439,6 +445,27 @@ def ingest(
 
 
 Damaged = dict[str, tuple[PaperRecord, int]]  # doc_id -> (catalogue row, body chunks stored)
+
+
+def _parse_ahead(settings: Settings, store: PaperStore, force: bool, plan: IngestPlan | None) -> ParseAhead:
+    """Reads the next PDF in the parsing worker while this one is embedded: only one ingest will parse (isolated
+    parsing, a paper not stored ready or `force`, not already parsed by the plan)."""
+    from ..parser.bounded import parse_bounded
+
+    limits = parse_limits(settings)
+
+    def wanted(path: Path) -> bool:
+        if path.suffix.lower() not in (".pdf",) or not limits.isolate or (plan is not None and path in plan.prepared):
+            return False  # parsed in this process (its interpreter is busy embedding), or parsed already
+        if force:
+            return True
+        try:
+            stored = store.get_paper(doc_id_for(file_sha256(path)))
+        except (OSError, PaperscopeError):
+            return False  # ingest names the problem when it reaches the file
+        return stored is None or not stored.ready
+
+    return ParseAhead(lambda path, cancel: parse_bounded(path, limits, cancel=cancel), wanted)
 
 
 def _damaged(store: PaperStore) -> Damaged:
@@ -469,6 +496,7 @@ class _Job:
     progress: Progress | None = None
     enricher: Enricher | None = None
     plan: IngestPlan | None = None
+    ahead: ParseAhead | None = None
 
 
 def _ingest_file(
@@ -534,7 +562,12 @@ def _ingest_file(
         report("parsing")
         # A plan parsed the file without its library's record: parsed again with it.
         prepared = job.plan.prepared.pop(path, None) if job.plan is not None and meta is None else None
-        paper, chunks = prepared or prepare(path, job.settings, store.embedder, meta)
+        if prepared is None:
+            parsed = job.ahead.take(path) if job.ahead is not None else None
+            prepared = prepare(path, job.settings, store.embedder, meta, parsed)
+        paper, chunks = prepared
+        if job.ahead is not None:
+            job.ahead.begin()  # the next file is read while this one is embedded
         report("chunking")
         if enricher is not None and enricher.strategies:
             enriched = _enrich(path, job, enricher, paper, chunks, lambda done, total: report("enriching", done, total))
