@@ -90,14 +90,13 @@ class AnswerWriter:
         # Only a model reads the papers' Introductions. An extracted answer about one paper also reads its Abstract,
         # where the paper states its headline figures ("outperforms BM25 by 9%-19%"), which a search for the
         # question's words may miss.
-        extracting = model is None
+        extractive = model is None  # and after a model fails (below)
         context_text, evidence = self.engine.context(
-            retrieval, introductions=not extracting, abstract=extracting and retrieval.track == "A"
+            retrieval, introductions=not extractive, abstract=extractive and retrieval.track == "A"
         )
         timings["assemble"] = time.perf_counter() - begun
         sources = [Source.from_evidence(n, ev) for n, ev in enumerate(evidence, start=1)]
         begun = time.perf_counter()
-        extractive = model is None
         # Not in the knowledge base: the closest passages are listed, but they do not support an answer.
         supported = bool(sources) and retrieval.track != "NONE"
         notes = list(retrieval.notes)
