@@ -451,12 +451,16 @@ def _parse_ahead(settings: Settings, store: PaperStore, force: bool, plan: Inges
     """Reads the next PDF in the parsing worker while this one is embedded: only one ingest will parse (isolated
     parsing, a paper not stored ready or `force`, not already parsed by the plan)."""
     from ..parser.bounded import parse_bounded
+    from ..parser.files import PDF_SUFFIXES
 
     limits = parse_limits(settings)
 
     def wanted(path: Path) -> bool:
-        if path.suffix.lower() not in (".pdf",) or not limits.isolate or (plan is not None and path in plan.prepared):
-            return False  # parsed in this process (its interpreter is busy embedding), or parsed already
+        # Only what parse_bounded sends to the worker: the rest is parsed here, where this process is busy embedding.
+        if path.suffix.lower() not in PDF_SUFFIXES or not limits.isolate:
+            return False
+        if plan is not None and path in plan.prepared:
+            return False  # parsed already by the plan
         if force:
             return True
         try:
