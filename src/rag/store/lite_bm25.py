@@ -7,7 +7,7 @@ sorted by term (8 bytes a posting) and scores a term's postings in one vectorise
 
 It is Lite's own class with its data laid out differently: the arithmetic is Lite's, step for step in the same
 float32/float64 precision, and ties keep Lite's order (the first query term that touched a row first), so every
-score and every ranking is identical (tests/rag/store/test_lite_bm25.py compares both on random segments).
+score and every ranking is identical (tests/rag/test_lite_bm25.py compares both on random segments).
 `install()` makes Lite's index factory build it; it does nothing on a Lite whose internals differ from 3.2's, which
 then keeps its own scorer. A Milvus server (`MILVUS_URI`) is not touched: it has its own indexes.
 """
