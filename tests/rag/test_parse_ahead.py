@@ -12,10 +12,11 @@ import paperscope.parser.bounded as bounded
 from paperscope.config import Settings
 from paperscope.errors import ParseError
 from paperscope.parser.models import Paper
+from paperscope.rag.embeddings import make_embedder
 from paperscope.rag.ingest import ingest
 from paperscope.rag.parse_ahead import ParseAhead
 from paperscope.rag.store import PaperStore
-from tests.rag.test_ingest import PAPERS, assert_consistent, embedder
+from tests.rag.test_ingest import PAPERS, assert_consistent
 
 
 def _paper(path: Path) -> Paper:
@@ -85,7 +86,8 @@ def test_ingest_parses_the_next_new_pdf_ahead_and_never_an_unchanged_one(
 
     monkeypatch.setattr(bounded, "parse_bounded", recording)
     settings = Settings(home=tmp_path / "home")
-    with PaperStore.open(settings, embedder()) as store:
+    # An embedder of its own: test_ingest's shared one would have these papers' vectors cached after this test.
+    with PaperStore.open(settings, make_embedder("local")) as store:
         report = ingest([folder], settings, store)
         assert report.count("ingested") == 3
         assert sorted(name for name, _ in parsed) == sorted(f"{n}.pdf" for n in PAPERS)  # each parsed once
